@@ -1,0 +1,122 @@
+// Benchmark harness: events, medians, L2 rotation and the copy-bandwidth ceiling.
+#include "harness.cuh"
+
+#include "bench.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+
+namespace lowbit::bench {
+
+DeviceInfo device_info() {
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  return {prop.name, prop.multiProcessorCount, prop.l2CacheSize,
+          static_cast<std::int64_t>(prop.totalGlobalMem)};
+}
+
+Timing time_launches(const std::function<void(int)>& launch, int sets, int samples) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  int next = 0;
+  auto batch = [&](int launches) {
+    check(cudaEventRecord(start), "cudaEventRecord");
+    for (int i = 0; i < launches; ++i) {
+      launch(next);
+      next = (next + 1) % sets;
+    }
+    check(cudaEventRecord(stop), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    return static_cast<double>(ms);
+  };
+  // Warm-up (module load, clocks), then size the batch from one timed launch.
+  batch(3);
+  const double one = std::max(batch(1), 1e-4);
+  const int launches = std::clamp(static_cast<int>(0.2 / one), 1, 200);
+  std::vector<double> per_launch;
+  for (int s = 0; s < samples; ++s) per_launch.push_back(batch(launches) / launches);
+  check(cudaGetLastError(), "kernel launch");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(per_launch.begin(), per_launch.end());
+  Timing timing;
+  timing.median_ms = per_launch[per_launch.size() / 2];
+  timing.min_ms = per_launch.front();
+  timing.max_ms = per_launch.back();
+  timing.samples = samples;
+  timing.launches_per_sample = launches;
+  return timing;
+}
+
+int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes) {
+  const std::int64_t want = l2_bytes * 5 / 2;
+  return static_cast<int>(std::max<std::int64_t>(1, (want + bytes_per_set - 1) / bytes_per_set));
+}
+
+double measure_copy_gbps(int samples) {
+  const std::size_t bytes = std::size_t{1} << 30;  // 1 GiB each way, ~20x the L2
+  DeviceMemory source(bytes), destination(bytes);
+  check(cudaMemset(source.get(), 1, bytes), "cudaMemset");
+  const Timing timing = time_launches(
+      [&](int) {
+        check(cudaMemcpyAsync(destination.get(), source.get(), bytes, cudaMemcpyDeviceToDevice),
+              "cudaMemcpyAsync");
+      },
+      1, samples);
+  return 2.0 * static_cast<double>(bytes) / (timing.median_ms * 1e-3) / 1e9;
+}
+
+DeviceMemory::DeviceMemory(std::size_t bytes) { check(cudaMalloc(&data_, bytes), "cudaMalloc"); }
+DeviceMemory::~DeviceMemory() { cudaFree(data_); }
+
+namespace {
+__device__ std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void fill_kernel(void* out, std::int64_t count, int dtype_bytes, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < count; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::uint64_t r = mix(seed ^ static_cast<std::uint64_t>(i));
+    const std::uint64_t group_r = mix(seed ^ static_cast<std::uint64_t>(i / 128) ^ 0xABCDEFull);
+    // Uniform in (-1, 1) times a per-128-group magnitude in 10^[-3, 3].
+    const float unit = static_cast<float>(r >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+    const float magnitude = exp10f(static_cast<float>(group_r >> 40) / (1 << 24) * 6.0f - 3.0f);
+    const float value = unit * magnitude + 1e-3f;
+    if (dtype_bytes == 4) {
+      static_cast<float*>(out)[i] = value;
+    } else if (dtype_bytes == 2) {
+      static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16(value);
+    }
+  }
+}
+}  // namespace
+
+void fill_random_activations(void* device, std::int64_t count, int dtype_bytes,
+                             std::uint64_t seed) {
+  fill_kernel<<<1024, 256>>>(device, count, dtype_bytes, seed);
+  check(cudaGetLastError(), "fill_kernel");
+}
+
+}  // namespace lowbit::bench
+
+namespace lowbit::bench {
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  return count;
+}
+}  // namespace lowbit::bench

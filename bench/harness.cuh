@@ -1,0 +1,66 @@
+// Timing harness for the benchmarks: CUDA events around batches of launches, warm-up first,
+// median of many samples, inputs rotated over several buffer sets so the working set exceeds
+// twice the L2 cache, and the in-run ceilings (device copy bandwidth).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lowbit/error.h"
+
+namespace lowbit::bench {
+
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw Error("bench", what, "cudaSuccess", cudaGetErrorString(status));
+}
+
+struct DeviceInfo {
+  std::string name;
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  std::int64_t memory_bytes = 0;
+};
+DeviceInfo device_info();
+
+struct Timing {
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  int samples = 0;
+  int launches_per_sample = 0;
+};
+
+// Times launch(set) where set cycles over [0, sets). Each sample times enough back-to-back
+// launches to cover ~0.2 ms, so tiny kernels are measured as a stream of launches (what an
+// engine sees under graph replay) rather than event resolution.
+Timing time_launches(const std::function<void(int set)>& launch, int sets, int samples);
+
+// Buffer sets needed so `bytes_per_set * sets` exceeds 2.5 x L2.
+int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes);
+
+// Device-to-device copy bandwidth, counting bytes read + written, on a buffer far beyond L2.
+double measure_copy_gbps(int samples);
+
+// A device buffer that frees itself.
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(std::size_t bytes);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  void* get() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+};
+
+// Fills a device buffer with random bf16 (dtype_bytes 2) or fp32 (4) values whose magnitude
+// varies per 128-element group (never zeros).
+void fill_random_activations(void* device, std::int64_t count, int dtype_bytes, std::uint64_t seed);
+
+}  // namespace lowbit::bench

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (Hopper, no network): build with all cores, run the CPU and GPU
+# test suites, the demo and the benchmarks; logs and JSON go to $1, else $OUT, else ./out.
+# What the machine lacks travels in the ignored folder .deps/ (googletest sources,
+# nlohmann/json headers): name it in the device tool's `carry`.
+#   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out="${OUT:-out}"
+quick=""
+only_bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick="--quick" ;;
+    --only-bench) only_bench=1 ;;
+    *) out="$arg" ;;
+  esac
+done
+mkdir -p "$out"
+status=0
+step() {  # step NAME COMMAND...: run, log to $out/NAME.log, remember failure
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  "$@" 2>&1 | tee "$out/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "=== $name: exit $rc"
+  [ "$rc" -eq 0 ] || status=1
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
+  | tee "$out/device.txt"
+
+build=build-gpu
+step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DLOWBIT_WITH_CUDA=ON -DLOWBIT_GTEST_SOURCE_DIR="$PWD/.deps/googletest" \
+  -DLOWBIT_JSON_INCLUDE_DIR="$PWD/.deps/include"
+step build cmake --build "$build" -j "$(nproc)"
+if [ "$status" -ne 0 ]; then
+  echo "build failed"
+  exit 1
+fi
+
+if [ "$only_bench" -eq 0 ]; then
+  step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
+  step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+  step demo "$build/tools/lowbit"
+fi
+step bench_quant "$build/tools/lowbit" bench quant $quick --json "$out/bench_quant.json"
+
+echo "=== summary"
+grep -h -E "^\[  (PASSED|FAILED) |tests? ran" "$out"/cpu_tests.log "$out"/gpu_tests.log 2>/dev/null
+cat "$out/device.txt"
+exit "$status"

@@ -1,0 +1,55 @@
+// Test-only RAII device buffers and CUDA checks.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#define LOWBIT_TEST_CUDA(call)                                                      \
+  do {                                                                              \
+    const cudaError_t lowbit_status = (call);                                       \
+    ASSERT_EQ(lowbit_status, cudaSuccess) << #call << ": " << cudaGetErrorString(lowbit_status); \
+  } while (0)
+
+namespace lowbit::testing {
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0 && cudaMalloc(&data_, bytes_) != cudaSuccess) {
+      data_ = nullptr;
+      ADD_FAILURE() << "cudaMalloc of " << bytes_ << " bytes failed";
+    }
+  }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+  template <typename T>
+  void upload(const std::vector<T>& host) const {
+    EXPECT_EQ(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  template <typename T>
+  std::vector<T> download() const {
+    std::vector<T> host(bytes_ / sizeof(T));
+    EXPECT_EQ(cudaMemcpy(host.data(), data_, host.size() * sizeof(T), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return host;
+  }
+  void fill_byte(std::uint8_t value) const {
+    EXPECT_EQ(cudaMemset(data_, value, bytes_), cudaSuccess);
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_;
+};
+
+}  // namespace lowbit::testing

@@ -1,0 +1,308 @@
+// per_token_group_quant on device tensors (the sm_90a kernel) against the CPU reference, bit for
+// bit: quantized bytes and scale bits, on fresh random data, with outputs poisoned twice with
+// different patterns so an unwritten element cannot match by accident. Covers real model widths,
+// M from 1 to 16384, every dtype/group/layout/option, strided rows, specials, and > 2^31
+// elements.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/device_buffer.cuh"
+#include "common/test_data.h"
+#include "lowbit/formats.h"
+#include "lowbit/error.h"
+#include "lowbit/quant.h"
+
+namespace lowbit {
+namespace {
+
+using testing::DeviceBuffer;
+
+struct Case {
+  std::int64_t rows = 1;
+  std::int64_t cols = 128;
+  DType input_dtype = DType::kBF16;
+  DType output_dtype = DType::kFP8E4M3;
+  int group = 128;
+  ScaleLayout layout = ScaleLayout::kRowMajor;
+  std::int64_t input_pad = 0;   // extra elements per input row
+  std::int64_t output_pad = 0;  // extra bytes per output row
+  std::optional<float> scale_ub;
+  bool power_of_two = false;
+
+  std::string describe() const {
+    std::ostringstream out;
+    out << "M=" << rows << " K=" << cols << " " << dtype_name(input_dtype) << "->"
+        << dtype_name(output_dtype) << " g=" << group << " " << scale_layout_name(layout)
+        << " in_pad=" << input_pad << " out_pad=" << output_pad
+        << " ub=" << (scale_ub ? std::to_string(*scale_ub) : "none") << " pow2=" << power_of_two;
+    return out.str();
+  }
+};
+
+std::uint64_t case_salt = 1;
+
+// Runs the CPU reference in parallel row slices with row-major scales. The scale layouts are
+// checked separately on the CPU; here each GPU layout is read back through its own index math.
+void reference_quant(const Case& c, const std::vector<std::uint8_t>& input,
+                     std::vector<std::uint8_t>& output, std::vector<float>& scales) {
+  const std::int64_t in_stride = c.cols + c.input_pad;
+  const std::int64_t groups = c.cols / c.group;
+  output.assign(static_cast<std::size_t>(c.rows * c.cols), 0);
+  scales.assign(static_cast<std::size_t>(c.rows * groups), 0.0f);
+  testing::parallel_for(c.rows, [&](std::int64_t begin, std::int64_t end) {
+    PerTokenGroupQuantArgs args;
+    const std::size_t elem = dtype_size(c.input_dtype);
+    args.input = TensorView::strided(
+        const_cast<std::uint8_t*>(input.data()) + begin * in_stride * elem, c.input_dtype,
+        {end - begin, c.cols}, {in_stride, 1});
+    args.output = TensorView::contiguous(output.data() + begin * c.cols, c.output_dtype,
+                                         {end - begin, c.cols});
+    args.scales = TensorView::contiguous(scales.data() + begin * groups, DType::kFP32,
+                                         {end - begin, groups});
+    args.group_size = c.group;
+    args.scale_ub = c.scale_ub;
+    args.power_of_two_scale = c.power_of_two;
+    per_token_group_quant(args);
+  });
+}
+
+void run_case(const Case& c) {
+  SCOPED_TRACE(c.describe());
+  const std::int64_t in_stride = c.cols + c.input_pad;
+  const std::int64_t out_stride = c.cols + c.output_pad;
+  const std::int64_t groups = c.cols / c.group;
+  const std::vector<std::uint8_t> input =
+      testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, case_salt++);
+  std::vector<std::uint8_t> ref_out;
+  std::vector<float> ref_scales;
+  reference_quant(c, input, ref_out, ref_scales);
+
+  const ScaleShape scale_shape = scale_storage_shape(c.layout, c.rows, c.cols, c.group);
+  DeviceBuffer d_input(input.size());
+  DeviceBuffer d_output(static_cast<std::size_t>(c.rows * out_stride));
+  DeviceBuffer d_scales(static_cast<std::size_t>(scale_shape.rows * scale_shape.cols) * 4);
+  d_input.upload(input);
+
+  PerTokenGroupQuantArgs args;
+  args.input = TensorView::strided(d_input.data(), c.input_dtype, {c.rows, c.cols},
+                                   {in_stride, 1}, Device::kCUDA);
+  args.output = TensorView::strided(d_output.data(), c.output_dtype, {c.rows, c.cols},
+                                    {out_stride, 1}, Device::kCUDA);
+  args.scales = TensorView::contiguous(d_scales.data(), DType::kFP32,
+                                       {scale_shape.rows, scale_shape.cols}, Device::kCUDA);
+  args.group_size = c.group;
+  args.scale_layout = c.layout;
+  args.scale_ub = c.scale_ub;
+  args.power_of_two_scale = c.power_of_two;
+
+  for (std::uint8_t poison : {std::uint8_t{0x7F}, std::uint8_t{0xA5}}) {
+    d_output.fill_byte(poison);
+    d_scales.fill_byte(poison);  // 0x7F7F7F7F (3.4e38) and 0xA5A5A5A5 (negative): never scales
+    per_token_group_quant(args);
+    LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
+    const auto out = d_output.download<std::uint8_t>();
+    const auto scales = d_scales.download<std::uint32_t>();
+    const std::uint32_t poison_word = poison * 0x01010101u;
+
+    std::int64_t bad_q = 0, bad_s = 0, bad_pad = 0;
+    const auto at = [&](std::int64_t m, std::int64_t g) {
+      return c.layout == ScaleLayout::kRowMajor ? m * groups + g : g * scale_shape.cols + m;
+    };
+    for (std::int64_t m = 0; m < c.rows; ++m) {
+      for (std::int64_t k = 0; k < out_stride; ++k) {
+        const std::uint8_t got = out[m * out_stride + k];
+        if (k >= c.cols) {
+          bad_pad += got != poison;
+          continue;
+        }
+        const std::uint8_t want = ref_out[m * c.cols + k];
+        if (got != want && ++bad_q <= 5) {
+          ADD_FAILURE() << "q[" << m << ", " << k << "] gpu 0x" << std::hex << int(got)
+                        << " ref 0x" << int(want) << std::dec << " scale ref "
+                        << ref_scales[m * groups + k / c.group];
+        }
+      }
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const std::uint32_t got = scales[at(m, g)];
+        const std::uint32_t want = float_bits(ref_scales[m * groups + g]);
+        if (got != want && ++bad_s <= 5) {
+          ADD_FAILURE() << "scale[" << m << ", " << g << "] gpu " << bits_float(got) << " ref "
+                        << bits_float(want);
+        }
+      }
+    }
+    for (std::int64_t g = 0; g < scale_shape.rows && c.layout != ScaleLayout::kRowMajor; ++g) {
+      for (std::int64_t m = c.rows; m < scale_shape.cols; ++m) {
+        bad_pad += scales[g * scale_shape.cols + m] != poison_word;  // TMA padding untouched
+      }
+    }
+    ASSERT_EQ(bad_q, 0) << "quantized bytes differ";
+    ASSERT_EQ(bad_s, 0) << "scales differ";
+    ASSERT_EQ(bad_pad, 0) << "padding was written";
+  }
+}
+
+TEST(PerTokenGroupQuantGpu, ModelWidthsAndTokenCounts) {
+  for (std::int64_t k : {2048, 4096, 7168, 18432}) {
+    for (std::int64_t m : {1, 2, 16, 129, 1024, 4096, 16384}) {
+      Case c;
+      c.rows = m;
+      c.cols = k;
+      run_case(c);
+    }
+  }
+}
+
+TEST(PerTokenGroupQuantGpu, EveryDtypeGroupLayoutAndOption) {
+  for (DType in : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+    for (DType out : {DType::kFP8E4M3, DType::kInt8}) {
+      for (int g : {32, 64, 128}) {
+        for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor,
+                                   ScaleLayout::kColumnMajorTmaAligned}) {
+          for (int option = 0; option < 4; ++option) {
+            Case c;
+            c.rows = 37;  // not a multiple of 4: TMA padding exists
+            c.cols = 1536 + 3 * g;
+            c.input_dtype = in;
+            c.output_dtype = out;
+            c.group = g;
+            c.layout = layout;
+            if (option & 1) c.scale_ub = 2.5f;  // clips many groups of the random data
+            c.power_of_two = (option & 2) != 0;
+            run_case(c);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PerTokenGroupQuantGpu, StridedRows) {
+  for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajorTmaAligned}) {
+    Case c;
+    c.rows = 301;
+    c.cols = 7168;
+    c.input_pad = 64;   // a padded activation buffer
+    c.output_pad = 40;
+    c.layout = layout;
+    run_case(c);
+  }
+}
+
+TEST(PerTokenGroupQuantGpu, LargeColumnMajorScales) {
+  Case c;
+  c.rows = 16384;
+  c.cols = 7168;
+  c.layout = ScaleLayout::kColumnMajorTmaAligned;
+  c.power_of_two = true;
+  run_case(c);
+}
+
+TEST(PerTokenGroupQuantGpu, NanAndInfStayInTheirGroups) {
+  const std::int64_t m = 8, k = 512;
+  std::vector<std::uint16_t> input(m * k);
+  for (std::int64_t i = 0; i < m * k; ++i) input[i] = float_to_bf16(std::sin(0.1f * i) * 3.0f);
+  input[5] = float_to_bf16(NAN);
+  input[128 + 7] = float_to_bf16(INFINITY);
+  input[3 * k + 300] = float_to_bf16(-INFINITY);
+  input[4 * k + 10] = float_to_bf16(NAN);
+  input[4 * k + 11] = float_to_bf16(INFINITY);
+  for (int g = 0; g < 128; ++g) input[6 * k + g] = float_to_bf16(NAN);  // all-NaN group
+  for (int g = 0; g < 128; ++g) input[7 * k + 128 + g] = 0;              // all-zero group
+  for (bool pow2 : {false, true}) {
+    std::vector<std::uint8_t> ref_out(m * k);
+    std::vector<float> ref_scales(m * 4);
+    PerTokenGroupQuantArgs args;
+    args.input = TensorView::contiguous(input.data(), DType::kBF16, {m, k});
+    args.output = TensorView::contiguous(ref_out.data(), DType::kFP8E4M3, {m, k});
+    args.scales = TensorView::contiguous(ref_scales.data(), DType::kFP32, {m, 4});
+    args.power_of_two_scale = pow2;
+    per_token_group_quant(args);
+
+    DeviceBuffer d_in(m * k * 2), d_out(m * k), d_scales(m * 4 * 4);
+    d_in.upload(input);
+    d_out.fill_byte(0xA5);
+    args.input = TensorView::contiguous(d_in.data(), DType::kBF16, {m, k}, Device::kCUDA);
+    args.output = TensorView::contiguous(d_out.data(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+    args.scales = TensorView::contiguous(d_scales.data(), DType::kFP32, {m, 4}, Device::kCUDA);
+    per_token_group_quant(args);
+    LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
+    EXPECT_EQ(d_out.download<std::uint8_t>(), ref_out);
+    const auto scales = d_scales.download<float>();
+    for (std::size_t i = 0; i < scales.size(); ++i) {
+      EXPECT_EQ(float_bits(scales[i]), float_bits(ref_scales[i])) << "scale " << i;
+    }
+    EXPECT_TRUE(std::isinf(ref_scales[1]) || pow2);  // the Inf group's scale
+    EXPECT_EQ(ref_scales[6 * 4], 1e-10f / 448.0f);  // the all-NaN group falls to eps
+  }
+}
+
+TEST(PerTokenGroupQuantGpu, MoreThan2To31Elements) {
+  Case c;
+  c.cols = 7168;
+  c.rows = (std::int64_t{1} << 31) / c.cols + 1000;  // 2.155e9 elements
+  ASSERT_GT(c.rows * c.cols, std::int64_t{1} << 31);
+  run_case(c);
+}
+
+TEST(PerTokenGroupQuantGpu, RunsOnTheCallersStream) {
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::int64_t m = 64, k = 4096;
+  const auto input = testing::random_activations(DType::kBF16, m, k, k, 99);
+  DeviceBuffer d_in(input.size()), d_out(m * k), d_scales(m * 32 * 4);
+  d_in.upload(input);
+  PerTokenGroupQuantArgs args;
+  args.input = TensorView::contiguous(d_in.data(), DType::kBF16, {m, k}, Device::kCUDA);
+  args.output = TensorView::contiguous(d_out.data(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+  args.scales = TensorView::contiguous(d_scales.data(), DType::kFP32, {m, 32}, Device::kCUDA);
+  // Captured into a graph: proves no host sync or default-stream work inside the op.
+  cudaGraph_t graph;
+  LOWBIT_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  per_token_group_quant(args, stream);
+  LOWBIT_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  LOWBIT_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  d_out.fill_byte(0x7F);
+  LOWBIT_TEST_CUDA(cudaGraphLaunch(exec, stream));
+  LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+  std::vector<std::uint8_t> ref_out(m * k);
+  std::vector<float> ref_scales(m * 32);
+  args.input = TensorView::contiguous(const_cast<std::uint8_t*>(input.data()), DType::kBF16, {m, k});
+  args.output = TensorView::contiguous(ref_out.data(), DType::kFP8E4M3, {m, k});
+  args.scales = TensorView::contiguous(ref_scales.data(), DType::kFP32, {m, 32});
+  per_token_group_quant(args);
+  EXPECT_EQ(d_out.download<std::uint8_t>(), ref_out);
+  EXPECT_EQ(d_scales.download<float>(), ref_scales);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(PerTokenGroupQuantGpu, KernelAlignmentErrors) {
+  DeviceBuffer d_in(2 * 4096 * 2 + 64), d_out(2 * 4096 + 64), d_scales(2 * 32 * 4);
+  PerTokenGroupQuantArgs args;
+  args.input = TensorView::contiguous(static_cast<char*>(d_in.data()) + 2, DType::kBF16,
+                                      {2, 4096}, Device::kCUDA);
+  args.output = TensorView::contiguous(d_out.data(), DType::kFP8E4M3, {2, 4096}, Device::kCUDA);
+  args.scales = TensorView::contiguous(d_scales.data(), DType::kFP32, {2, 32}, Device::kCUDA);
+  try {
+    per_token_group_quant(args);
+    ADD_FAILURE() << "misaligned input accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), "input") << error.what();
+  }
+  args.input = TensorView::strided(d_in.data(), DType::kBF16, {2, 4096}, {4100, 1}, Device::kCUDA);
+  EXPECT_THROW(per_token_group_quant(args), Error);
+}
+
+}  // namespace
+}  // namespace lowbit

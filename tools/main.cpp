@@ -1,0 +1,106 @@
+// The `lowbit` command: the main job (a quantization demo on real model shapes, GPU if present,
+// else CPU) and the benchmarks.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bench.h"
+#include "demo.h"
+#include "lowbit/error.h"
+
+namespace {
+
+void print_usage() {
+  std::printf(
+      "usage: lowbit [command] [options]\n"
+      "  demo [--tokens T] [--hidden K] [--cpu]   (default command) quantize a DeepSeek-V3-shaped\n"
+      "                                           activation with per_token_group_quant on the GPU\n"
+      "                                           if one is present, else on the CPU, and report\n"
+      "                                           accuracy, agreement with the CPU reference, time\n"
+      "  bench quant [--json FILE] [--quick]      per_token_group_quant benchmark vs copy bandwidth\n"
+      "  help                                     this text\n");
+}
+
+// Reads "--name value" into value; returns true if argv[i] was that flag.
+bool take_value(int argc, char** argv, int& i, const char* name, std::string& value) {
+  if (std::strcmp(argv[i], name) != 0) return false;
+  if (i + 1 >= argc) {
+    std::fprintf(stderr, "lowbit: %s needs a value\n", name);
+    std::exit(2);
+  }
+  value = argv[++i];
+  return true;
+}
+
+std::int64_t parse_positive(const std::string& text, const char* name) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || value <= 0) {
+    std::fprintf(stderr, "lowbit: %s expects a positive integer, got '%s'\n", name, text.c_str());
+    std::exit(2);
+  }
+  return value;
+}
+
+int run_demo_command(int argc, char** argv, int first) {
+  lowbit::tools::DemoOptions options;
+  for (int i = first; i < argc; ++i) {
+    std::string value;
+    if (take_value(argc, argv, i, "--tokens", value)) {
+      options.tokens = parse_positive(value, "--tokens");
+    } else if (take_value(argc, argv, i, "--hidden", value)) {
+      options.hidden = parse_positive(value, "--hidden");
+    } else if (std::strcmp(argv[i], "--cpu") == 0) {
+      options.force_cpu = true;
+    } else {
+      std::fprintf(stderr, "lowbit demo: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  return lowbit::tools::run_demo(options);
+}
+
+int run_bench_command(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "lowbit bench: name a family: quant\n");
+    return 2;
+  }
+  const std::string family = argv[2];
+  lowbit::bench::BenchOptions options;
+  for (int i = 3; i < argc; ++i) {
+    std::string value;
+    if (take_value(argc, argv, i, "--json", value)) {
+      options.json_path = value;
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      options.quick = true;
+    } else {
+      std::fprintf(stderr, "lowbit bench: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (family == "quant") return lowbit::bench::run_quant_bench(options);
+  std::fprintf(stderr, "lowbit bench: unknown family '%s' (known: quant)\n", family.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string command = argc > 1 ? argv[1] : "demo";
+    if (command == "help" || command == "--help" || command == "-h") {
+      print_usage();
+      return 0;
+    }
+    if (command == "bench") return run_bench_command(argc, argv);
+    if (command == "demo") return run_demo_command(argc, argv, 2);
+    if (command.rfind("--", 0) == 0) return run_demo_command(argc, argv, 1);
+    std::fprintf(stderr, "lowbit: unknown command '%s'\n", command.c_str());
+    print_usage();
+    return 2;
+  } catch (const lowbit::Error& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+}
