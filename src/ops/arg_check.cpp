@@ -1,16 +1,20 @@
-// lowbit::detail::ArgCheck: the validation vocabulary of the op layer.
+// lowbit::detail::ArgCheck: the validation vocabulary of the op layer. Messages are built only
+// on failure: validation runs on every launch and must stay far below launch latency.
 #include "arg_check.h"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace lowbit::detail {
 
 void ArgCheck::dtype_in(const char* name, const TensorView& t,
                         std::initializer_list<DType> allowed) const {
+  for (DType dtype : allowed) {
+    if (dtype == t.dtype) return;
+  }
   std::string names;
   std::size_t index = 0;
   for (DType dtype : allowed) {
-    if (dtype == t.dtype) return;
     if (index > 0) names += (index + 1 == allowed.size()) ? " or " : ", ";
     names += dtype_name(dtype);
     ++index;
@@ -19,45 +23,48 @@ void ArgCheck::dtype_in(const char* name, const TensorView& t,
 }
 
 void ArgCheck::rank(const char* name, const TensorView& t, int rank) const {
-  expect(t.rank == rank, name, "rank " + std::to_string(rank), t.describe());
+  if (t.rank != rank) fail(name, "rank " + std::to_string(rank), t.describe());
 }
 
 void ArgCheck::dim(const char* name, const TensorView& t, int dim, std::int64_t extent) const {
-  expect(t.shape[dim] == extent, name,
-         "size " + std::to_string(extent) + " in dim " + std::to_string(dim), t.describe());
+  if (t.shape[dim] != extent) {
+    fail(name, "size " + std::to_string(extent) + " in dim " + std::to_string(dim), t.describe());
+  }
 }
 
 void ArgCheck::not_null(const char* name, const TensorView& t) const {
-  expect(t.data != nullptr, name, "non-null data", "null");
+  if (t.data == nullptr) fail(name, "non-null data", "null");
 }
 
 void ArgCheck::same_device(const char* name, const TensorView& t, const char* ref_name,
                            const TensorView& ref) const {
-  expect(t.device == ref.device, name, std::string("device ") + device_name(ref.device) +
-                                           " (the device of '" + ref_name + "')",
+  if (t.device != ref.device) {
+    fail(name, std::string("device ") + device_name(ref.device) + " (the device of '" + ref_name +
+                   "')",
          device_name(t.device));
+  }
 }
 
 void ArgCheck::contiguous(const char* name, const TensorView& t) const {
-  expect(t.is_contiguous(), name, "a contiguous tensor", t.describe());
+  if (!t.is_contiguous()) fail(name, "a contiguous tensor", t.describe());
 }
 
 void ArgCheck::row_major_rows(const char* name, const TensorView& t) const {
   rank(name, t, 2);
-  expect(t.shape[0] >= 0 && t.shape[1] >= 0, name, "non-negative sizes", t.describe());
-  expect(t.shape[1] <= 1 || t.strides[1] == 1, name, "unit stride along dim 1", t.describe());
-  expect(t.shape[0] <= 1 || t.strides[0] >= t.shape[1], name, "row stride >= number of columns",
-         t.describe());
+  if (t.shape[0] < 0 || t.shape[1] < 0) fail(name, "non-negative sizes", t.describe());
+  if (t.shape[1] > 1 && t.strides[1] != 1) fail(name, "unit stride along dim 1", t.describe());
+  if (t.shape[0] > 1 && t.strides[0] < t.shape[1]) {
+    fail(name, "row stride >= number of columns", t.describe());
+  }
 }
 
 void ArgCheck::aligned(const char* name, const TensorView& t, std::size_t bytes) const {
   const auto address = reinterpret_cast<std::uintptr_t>(t.data);
-  expect(address % bytes == 0, name, "data aligned to " + std::to_string(bytes) + " bytes",
-         "address ending in 0x" + [&] {
-           char buffer[8];
-           std::snprintf(buffer, sizeof(buffer), "%x", static_cast<unsigned>(address % 256));
-           return std::string(buffer);
-         }());
+  if (address % bytes == 0) return;
+  char low_bits[16];
+  std::snprintf(low_bits, sizeof(low_bits), "0x%x", static_cast<unsigned>(address % 256));
+  fail(name, "data aligned to " + std::to_string(bytes) + " bytes",
+       std::string("an address ending in ") + low_bits);
 }
 
 }  // namespace lowbit::detail

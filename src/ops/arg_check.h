@@ -19,10 +19,6 @@ class ArgCheck {
                          const std::string& got) const {
     throw Error(op_, argument, expected, got);
   }
-  void expect(bool condition, const std::string& argument, const std::string& expected,
-              const std::string& got) const {
-    if (!condition) fail(argument, expected, got);
-  }
 
   void dtype_in(const char* name, const TensorView& t, std::initializer_list<DType> allowed) const;
   void rank(const char* name, const TensorView& t, int rank) const;

@@ -18,40 +18,46 @@ namespace lowbit {
 
 namespace {
 
+std::string shape_text(std::int64_t rows, std::int64_t cols) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
 void validate(const PerTokenGroupQuantArgs& args, const detail::ArgCheck& check) {
   const int g = args.group_size;
-  check.expect(g == 32 || g == 64 || g == 128, "group_size", "32, 64 or 128", std::to_string(g));
+  if (g != 32 && g != 64 && g != 128) check.fail("group_size", "32, 64 or 128", std::to_string(g));
 
   const TensorView& in = args.input;
   check.row_major_rows("input", in);
   check.dtype_in("input", in, {DType::kBF16, DType::kFP16, DType::kFP32});
   const std::int64_t rows = in.shape[0];
   const std::int64_t cols = in.shape[1];
-  check.expect(cols % g == 0, "input", "K (dim 1) a multiple of group_size " + std::to_string(g),
-               in.describe());
+  if (cols % g != 0) {
+    check.fail("input", "K (dim 1) a multiple of group_size " + std::to_string(g), in.describe());
+  }
 
   const TensorView& out = args.output;
   check.row_major_rows("output", out);
   check.dtype_in("output", out, {DType::kFP8E4M3, DType::kInt8});
-  check.expect(out.shape[0] == rows && out.shape[1] == cols, "output",
-               "shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "] (input's)",
-               out.describe());
+  if (out.shape[0] != rows || out.shape[1] != cols) {
+    check.fail("output", "shape " + shape_text(rows, cols) + " (input's)", out.describe());
+  }
 
   const TensorView& sc = args.scales;
   const ScaleShape want = scale_storage_shape(args.scale_layout, rows, cols, g);
   check.dtype_in("scales", sc, {DType::kFP32});
-  check.expect(sc.rank == 2 && sc.shape[0] == want.rows && sc.shape[1] == want.cols, "scales",
-               std::string("shape [") + std::to_string(want.rows) + ", " +
-                   std::to_string(want.cols) + "] for layout " +
+  if (sc.rank != 2 || sc.shape[0] != want.rows || sc.shape[1] != want.cols) {
+    check.fail("scales",
+               "shape " + shape_text(want.rows, want.cols) + " for layout " +
                    scale_layout_name(args.scale_layout),
                sc.describe());
+  }
   check.contiguous("scales", sc);
 
-  check.expect(std::isfinite(args.eps) && args.eps > 0.0f, "eps", "a finite value > 0",
-               std::to_string(args.eps));
-  if (args.scale_ub) {
-    check.expect(std::isfinite(*args.scale_ub) && *args.scale_ub > 0.0f, "scale_ub",
-                 "a finite value > 0", std::to_string(*args.scale_ub));
+  if (!(std::isfinite(args.eps) && args.eps > 0.0f)) {
+    check.fail("eps", "a finite value > 0", std::to_string(args.eps));
+  }
+  if (args.scale_ub && !(std::isfinite(*args.scale_ub) && *args.scale_ub > 0.0f)) {
+    check.fail("scale_ub", "a finite value > 0", std::to_string(*args.scale_ub));
   }
 
   check.same_device("output", out, "input", in);
@@ -63,14 +69,17 @@ void validate(const PerTokenGroupQuantArgs& args, const detail::ArgCheck& check)
   if (in.device == Device::kCUDA) {
     // The kernel moves 8 elements per access: 16-byte loads, 8-byte stores.
     check.aligned("input", in, 16);
-    check.expect(rows == 1 || (in.strides[0] * dtype_size(in.dtype)) % 16 == 0, "input",
-                 "row stride a multiple of 16 bytes (CUDA kernel)", in.describe());
+    if (rows > 1 && (in.strides[0] * dtype_size(in.dtype)) % 16 != 0) {
+      check.fail("input", "row stride a multiple of 16 bytes (CUDA kernel)", in.describe());
+    }
     check.aligned("output", out, 8);
-    check.expect(rows == 1 || out.strides[0] % 8 == 0, "output",
-                 "row stride a multiple of 8 bytes (CUDA kernel)", out.describe());
+    if (rows > 1 && out.strides[0] % 8 != 0) {
+      check.fail("output", "row stride a multiple of 8 bytes (CUDA kernel)", out.describe());
+    }
     check.aligned("scales", sc, 4);
-    check.expect(rows * (cols / g) < (std::int64_t{1} << 32), "input",
-                 "fewer than 2^32 groups (CUDA kernel)", in.describe());
+    if (rows * (cols / g) >= (std::int64_t{1} << 32)) {
+      check.fail("input", "fewer than 2^32 groups (CUDA kernel)", in.describe());
+    }
   }
 }
 
