@@ -1,6 +1,7 @@
 // src/cuda/common/exact_division.cuh against IEEE division (__fdiv_rn): every float32 dividend
 // for a set of divisors (scales of real recipes, all-ones significands, the fast-path edges),
-// then 2^32 random (dividend, divisor) pairs over a wide exponent range.
+// then 2^32 random (dividend, divisor) pairs over a wide exponent range. Its quantized results
+// are compared end to end in test_per_token_group_quant_gpu.cu.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -18,26 +19,28 @@ struct Mismatch {
   unsigned x, s, got, want;
 };
 
+// divide_group's contract: the IEEE quotient where |x / s| >= 2^-40 (NaN for NaN), and below
+// that a value of the same sign smaller than 2^-39 (it quantizes to zero either way).
+__device__ bool meets_contract(float got, float want) {
+  if (want != want) return got != got;
+  if (fabsf(want) >= cuda::kInexactQuotientBelow) return __float_as_uint(got) == __float_as_uint(want);
+  return (__float_as_uint(got) >> 31) == (__float_as_uint(want) >> 31) && fabsf(got) < 0x1p-39f;
+}
+
 __device__ void compare(Mismatch* m, float x, float s) {
-  const cuda::SharedDivisor d = cuda::make_shared_divisor(s);
-  // divide_all on a vector mixing x with common values, so both its paths see every x.
-  const float xs[4] = {x, 1.0f, -0.5f * s, 300.0f * s};
-  float all[4];
-  cuda::divide_all(xs, d, all);
-  const float got = all[0];
-  const float want = __fdiv_rn(x, s);
-  const bool same = (want != want) ? (got != got) : __float_as_uint(got) == __float_as_uint(want);
-  const bool single_same = [&] {
-    const float one = cuda::divide(x, d);
-    return (want != want) ? (one != one) : __float_as_uint(one) == __float_as_uint(want);
-  }();
-  bool rest_same = true;
-  for (int i = 1; i < 4; ++i) rest_same &= __float_as_uint(all[i]) == __float_as_uint(__fdiv_rn(xs[i], s));
-  if ((!same || !single_same || !rest_same) && atomicAdd(&m->count, 1ull) == 0) {
+  // x shares its group with ordinary values, so the group takes the fast path whenever x fits.
+  const float xs[4] = {x, s, -0.5f * s, 300.0f * s};
+  float amax = 0.0f;
+  for (float v : xs) amax = fmaxf(amax, fabsf(v));
+  float got[4];
+  cuda::divide_group(xs, cuda::make_shared_divisor(s, amax), got);
+  bool ok = true;
+  for (int i = 0; i < 4; ++i) ok &= meets_contract(got[i], __fdiv_rn(xs[i], s));
+  if (!ok && atomicAdd(&m->count, 1ull) == 0) {
     m->x = __float_as_uint(x);
     m->s = __float_as_uint(s);
-    m->got = __float_as_uint(got);
-    m->want = __float_as_uint(want);
+    m->got = __float_as_uint(got[0]);
+    m->want = __float_as_uint(__fdiv_rn(x, s));
   }
 }
 

@@ -217,6 +217,12 @@ TEST(PerTokenGroupQuantGpu, NanAndInfStayInTheirGroups) {
   input[4 * k + 11] = float_to_bf16(INFINITY);
   for (int g = 0; g < 128; ++g) input[6 * k + g] = float_to_bf16(NAN);  // all-NaN group
   for (int g = 0; g < 128; ++g) input[7 * k + 128 + g] = 0;              // all-zero group
+  for (int g = 0; g < 128; ++g) input[7 * k + 256 + g] = 0x8000;         // all -0 group
+  input[2 * k + 1] = 0x8000;                                             // -0 among values
+  input[2 * k + 2] = 0x0001;                                             // bf16 subnormals
+  input[2 * k + 3] = 0x8003;
+  input[5 * k + 400] = float_to_bf16(1e-30f);                            // tiny quotients
+  input[5 * k + 401] = float_to_bf16(-1e-38f);
   for (bool pow2 : {false, true}) {
     std::vector<std::uint8_t> ref_out(m * k);
     std::vector<float> ref_scales(m * 4);

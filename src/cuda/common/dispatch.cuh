@@ -46,16 +46,3 @@ void dispatch_group_size(const char* op, int group_size, Fn&& fn) {
 
 }  // namespace lowbit::cuda
 
-namespace lowbit::cuda {
-
-template <typename Fn>
-void dispatch_chunks(const char* op, int chunks, Fn&& fn) {
-  switch (chunks) {
-    case 1: return fn(IntConstant<1>{});
-    case 2: return fn(IntConstant<2>{});
-    case 4: return fn(IntConstant<4>{});
-    default: throw Error(op, "chunks_per_thread", "1, 2 or 4", std::to_string(chunks));
-  }
-}
-
-}  // namespace lowbit::cuda

@@ -1,6 +1,5 @@
 // Launch configuration of the group quantization kernels, chosen from the problem size. Host
-// code, no CUDA header. LOWBIT_PRINT_CONFIG=1 prints each choice to stderr;
-// LOWBIT_QUANT_CHUNKS=1|2|4 forces chunks per thread (for tuning runs).
+// code, no CUDA header. LOWBIT_PRINT_CONFIG=1 prints each choice to stderr.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +7,11 @@
 namespace lowbit::cuda {
 
 struct GroupQuantConfig {
-  int threads_per_block;
-  int chunks_per_thread;  // independent 16-byte loads each thread issues before using any
+  int threads_per_block;  // 64, 128 or 256
 };
 
+// lanes_per_group: threads that share one group in the kernel.
 GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t total_groups,
-                                           int group_size, int sm_count);
+                                           int group_size, int lanes_per_group, int sm_count);
 
 }  // namespace lowbit::cuda

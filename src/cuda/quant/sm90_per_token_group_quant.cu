@@ -2,12 +2,13 @@
 // with one fp32 scale per group (recipe: docs/quant.md; bit-identical to
 // src/reference/quant.cpp).
 //
-// Memory-bound: 2 bytes in, 1 byte out per element for bf16. Each thread owns 8 consecutive
-// elements of a group per chunk (one 16-byte load for 16-bit inputs); G / 8 adjacent lanes
-// share a group and reduce its amax with warp shuffles, so nothing touches shared memory and a
-// warp's loads are 512 contiguous bytes. Groups are numbered row-major over the whole tensor;
-// a block covers kChunks consecutive passes of 256 threads, and every thread issues all its
-// chunk loads before using any (latency hiding; see quant_heuristics.cpp).
+// Memory-bound, and on Hopper close to issue-bound: at 4.8 TB/s an SM sub-partition has ~20
+// instructions per element to spend. Per-group work (amax reduction, scale, reciprocal) is
+// repeated by every lane of a group, so few lanes share a group: kLanes = G / (8 * kVectors)
+// lanes each hold kVectors 16-byte pieces (8 elements each) of one group. Piece j of a lane is
+// piece j * kLanes + lane of its group, so each load instruction reads kLanes consecutive
+// pieces per group (>= 32 contiguous bytes: whole sectors). The amax is reduced over the lanes
+// with shuffles; nothing touches shared memory. Groups are numbered row-major over the tensor.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -26,8 +27,8 @@ namespace lowbit::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kElementsPerThread = 8;
+constexpr int kMaxThreads = 256;
+constexpr int kElementsPerVector = 8;
 
 struct KernelParams {
   const char* input;  // bytes
@@ -45,69 +46,65 @@ struct KernelParams {
   bool power_of_two_scale;
 };
 
-template <typename InTag, typename OutTag, int kGroup, int kChunks>
-__global__ void __launch_bounds__(kThreads) per_token_group_quant_kernel(KernelParams p) {
-  constexpr int kThreadsPerGroup = kGroup / kElementsPerThread;  // 4, 8 or 16 lanes
-  constexpr int kGroupsPerPass = kThreads / kThreadsPerGroup;
+template <int kGroup>
+struct GroupShape {
+  static constexpr int kVectors = kGroup >= 64 ? 4 : 2;  // 16-byte pieces per lane
+  static constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);  // 4, 2 or 2
+};
+
+template <typename InTag, typename OutTag, int kGroup>
+__global__ void __launch_bounds__(kMaxThreads) per_token_group_quant_kernel(KernelParams p) {
+  constexpr int kVectors = GroupShape<kGroup>::kVectors;
+  constexpr int kLanes = GroupShape<kGroup>::kLanes;
   constexpr int kInputBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
 
-  const int lane = threadIdx.x % kThreadsPerGroup;
-  const std::uint32_t first_group =
-      blockIdx.x * (kGroupsPerPass * kChunks) + threadIdx.x / kThreadsPerGroup;
+  const int lane = threadIdx.x % kLanes;
+  const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
+  // Out-of-range lanes still join the shuffles (full-warp masks), so nobody returns early.
+  const bool active = group_id < p.total_groups;
+  const std::uint32_t row = active ? group_id / p.groups_per_row : 0;
+  const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row : 0;
+  const std::int64_t group_column = static_cast<std::int64_t>(group_in_row) * kGroup;
 
-  // Row and group-in-row of each chunk: one division, then steps of kGroupsPerPass.
-  std::uint32_t row[kChunks];
-  std::uint32_t group_in_row[kChunks];
-  row[0] = first_group / p.groups_per_row;
-  group_in_row[0] = first_group - row[0] * p.groups_per_row;
+  float x[kVectors][kElementsPerVector];
+  const char* input_row = p.input + row * p.input_row_bytes;
 #pragma unroll
-  for (int c = 1; c < kChunks; ++c) {
-    row[c] = row[c - 1];
-    group_in_row[c] = group_in_row[c - 1] + kGroupsPerPass;
-    while (group_in_row[c] >= p.groups_per_row) {
-      group_in_row[c] -= p.groups_per_row;
-      ++row[c];
-    }
-  }
-
-  // Issue every load before using any. Inactive chunks hold zeros and still join the shuffles
-  // (full-warp masks), so no lane returns early.
-  float x[kChunks][kElementsPerThread];
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    const bool active = first_group + c * kGroupsPerPass < p.total_groups;
+  for (int j = 0; j < kVectors; ++j) {
+    const std::int64_t column = group_column + (j * kLanes + lane) * kElementsPerVector;
     if (active) {
-      const std::int64_t column =
-          static_cast<std::int64_t>(group_in_row[c]) * kGroup + lane * kElementsPerThread;
-      load8_as_float(InTag{}, p.input + row[c] * p.input_row_bytes + column * kInputBytes, x[c]);
+      load8_as_float(InTag{}, input_row + column * kInputBytes, x[j]);
     } else {
 #pragma unroll
-      for (int i = 0; i < kElementsPerThread; ++i) x[c][i] = 0.0f;
+      for (int i = 0; i < kElementsPerVector; ++i) x[j][i] = 0.0f;
     }
   }
 
+  float amax = 0.0f;
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    float amax = 0.0f;
+  for (int j = 0; j < kVectors; ++j) {
 #pragma unroll
-    for (int i = 0; i < kElementsPerThread; ++i) amax = fmaxf(amax, fabsf(x[c][i]));  // drops NaN
+    for (int i = 0; i < kElementsPerVector; ++i) amax = fmaxf(amax, fabsf(x[j][i]));  // no NaN
+  }
 #pragma unroll
-    for (int offset = kThreadsPerGroup / 2; offset > 0; offset /= 2) {
-      amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, offset));
-    }
-    float scale = __fdiv_rn(fmaxf(fminf(amax, p.amax_bound), p.eps), p.qmax);
-    if (p.power_of_two_scale) scale = round_scale_up_to_power_of_two(scale);
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+    amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, offset));
+  }
+  if (!active) return;
 
-    if (first_group + c * kGroupsPerPass >= p.total_groups) continue;
-    const SharedDivisor divisor = make_shared_divisor(scale);
-    float q[kElementsPerThread];
-    divide_all(x[c], divisor, q);
-    const std::int64_t column =
-        static_cast<std::int64_t>(group_in_row[c]) * kGroup + lane * kElementsPerThread;
-    store8_quantized(OutTag{}, p.output + row[c] * p.output_row_bytes + column, q);
-    if (lane == 0) {
-      p.scales[row[c] * p.scale_stride_row + group_in_row[c] * p.scale_stride_group] = scale;
-    }
+  float scale = __fdiv_rn(fmaxf(fminf(amax, p.amax_bound), p.eps), p.qmax);
+  if (p.power_of_two_scale) scale = round_scale_up_to_power_of_two(scale);
+  const SharedDivisor divisor = make_shared_divisor(scale, amax);
+
+  char* output_row = p.output + row * p.output_row_bytes;
+#pragma unroll
+  for (int j = 0; j < kVectors; ++j) {
+    float q[kElementsPerVector];
+    divide_group(x[j], divisor, q);
+    const std::int64_t column = group_column + (j * kLanes + lane) * kElementsPerVector;
+    store8_quantized(OutTag{}, output_row + column, q);
+  }
+  if (lane == 0) {
+    p.scales[row * p.scale_stride_row + group_in_row * p.scale_stride_group] = scale;
   }
 }
 
@@ -118,8 +115,6 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   const std::int64_t groups_per_row = params.cols / params.group_size;
   const std::int64_t total_groups = params.rows * groups_per_row;
   if (total_groups == 0) return;
-  const GroupQuantConfig config = choose_group_quant_config(
-      kOp, total_groups, params.group_size, current_device_sm_count(kOp));
 
   KernelParams p;
   p.input = static_cast<const char*>(params.input);
@@ -137,17 +132,18 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   p.qmax = params.output_dtype == DType::kFP8E4M3 ? kFP8E4M3Max : kInt8Max;
   p.power_of_two_scale = params.power_of_two_scale;
 
+  const int sm_count = current_device_sm_count(kOp);
   dispatch_float_input(kOp, params.input_dtype, [&](auto in_tag) {
     dispatch_quantized_output(kOp, params.output_dtype, [&](auto out_tag) {
       dispatch_group_size(kOp, params.group_size, [&](auto group) {
-        dispatch_chunks(kOp, config.chunks_per_thread, [&](auto chunks) {
-          constexpr int kGroup = decltype(group)::value;
-          constexpr int kChunks = decltype(chunks)::value;
-          constexpr int kGroupsPerBlock = kThreads / (kGroup / kElementsPerThread) * kChunks;
-          const std::int64_t blocks = (total_groups + kGroupsPerBlock - 1) / kGroupsPerBlock;
-          per_token_group_quant_kernel<decltype(in_tag), decltype(out_tag), kGroup, kChunks>
-              <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
-        });
+        constexpr int kGroup = decltype(group)::value;
+        constexpr int kLanes = GroupShape<kGroup>::kLanes;
+        const GroupQuantConfig config =
+            choose_group_quant_config(kOp, total_groups, kGroup, kLanes, sm_count);
+        const int groups_per_block = config.threads_per_block / kLanes;
+        const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
+        per_token_group_quant_kernel<decltype(in_tag), decltype(out_tag), kGroup>
+            <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
       });
     });
   });
