@@ -45,11 +45,18 @@ fi
 if [ "$only_bench" -eq 0 ]; then
   step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
   step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+  # The heuristics pick a kernel by size; run the quant cases on each kernel explicitly too.
+  for kernel in direct pipelined; do
+    LOWBIT_QUANT_KERNEL=$kernel step "gpu_tests_$kernel" "$build/tests/lowbit_gpu_tests" \
+      --gtest_filter='PerTokenGroupQuantGpu.*-*MoreThan2To31*'
+  done
   step demo "$build/tools/lowbit"
 fi
 step bench_quant "$build/tools/lowbit" bench quant $quick --json "$out/bench_quant.json"
 
 echo "=== summary"
-grep -h -E "^\[  (PASSED|FAILED) |tests? ran" "$out"/cpu_tests.log "$out"/gpu_tests.log 2>/dev/null
+for log in cpu_tests gpu_tests gpu_tests_direct gpu_tests_pipelined; do
+  [ -f "$out/$log.log" ] && echo "$log: $(grep -h -E "^\[  (PASSED|FAILED) " "$out/$log.log" | tr '\n' ' ')"
+done
 cat "$out/device.txt"
 exit "$status"

@@ -7,6 +7,7 @@
 #include <cuda_fp8.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace lowbit::cuda {
 
@@ -21,19 +22,22 @@ __device__ __forceinline__ uint4 load_streaming_16b(const void* pointer) {
   return __ldcs(static_cast<const uint4*>(pointer));
 }
 
-__device__ __forceinline__ void load8_as_float(Bf16Tag, const void* pointer, float (&x)[8]) {
-  const uint4 raw = load_streaming_16b(pointer);
-  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+__device__ __forceinline__ uint4 load_shared_16b(const void* pointer) {
+  return *static_cast<const uint4*>(pointer);
+}
+
+// 8 elements from 16 bytes of bf16 / fp16 words (element 2i is the low half of word i).
+__device__ __forceinline__ void unpack8(Bf16Tag, const uint4 (&raw)[1], float (&x)[8]) {
+  const std::uint32_t words[4] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    x[2 * i] = __uint_as_float(words[i] << 16);  // element 2i is the low half
+    x[2 * i] = __uint_as_float(words[i] << 16);
     x[2 * i + 1] = __uint_as_float(words[i] & 0xFFFF0000u);
   }
 }
 
-__device__ __forceinline__ void load8_as_float(Fp16Tag, const void* pointer, float (&x)[8]) {
-  const uint4 raw = load_streaming_16b(pointer);
-  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+__device__ __forceinline__ void unpack8(Fp16Tag, const uint4 (&raw)[1], float (&x)[8]) {
+  const std::uint32_t words[4] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     __half2 pair;
@@ -44,18 +48,40 @@ __device__ __forceinline__ void load8_as_float(Fp16Tag, const void* pointer, flo
   }
 }
 
-__device__ __forceinline__ void load8_as_float(Fp32Tag, const void* pointer, float (&x)[8]) {
-  const float* floats = static_cast<const float*>(pointer);
-  const uint4 low = load_streaming_16b(floats);
-  const uint4 high = load_streaming_16b(floats + 4);
-  x[0] = __uint_as_float(low.x);
-  x[1] = __uint_as_float(low.y);
-  x[2] = __uint_as_float(low.z);
-  x[3] = __uint_as_float(low.w);
-  x[4] = __uint_as_float(high.x);
-  x[5] = __uint_as_float(high.y);
-  x[6] = __uint_as_float(high.z);
-  x[7] = __uint_as_float(high.w);
+__device__ __forceinline__ void unpack8(Fp32Tag, const uint4 (&raw)[2], float (&x)[8]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    x[4 * half + 0] = __uint_as_float(raw[half].x);
+    x[4 * half + 1] = __uint_as_float(raw[half].y);
+    x[4 * half + 2] = __uint_as_float(raw[half].z);
+    x[4 * half + 3] = __uint_as_float(raw[half].w);
+  }
+}
+
+// 16-byte words that hold 8 elements of each input type.
+template <typename InTag>
+inline constexpr int kWordsPer8 = std::is_same_v<InTag, Fp32Tag> ? 2 : 1;
+
+// 8 consecutive elements as float32, from global memory (streaming) or shared memory.
+template <typename InTag>
+__device__ __forceinline__ void load8_as_float(InTag tag, const void* pointer, float (&x)[8]) {
+  uint4 raw[kWordsPer8<InTag>];
+#pragma unroll
+  for (int w = 0; w < kWordsPer8<InTag>; ++w) {
+    raw[w] = load_streaming_16b(static_cast<const uint4*>(pointer) + w);
+  }
+  unpack8(tag, raw, x);
+}
+
+template <typename InTag>
+__device__ __forceinline__ void load8_shared_as_float(InTag tag, const void* pointer,
+                                                      float (&x)[8]) {
+  uint4 raw[kWordsPer8<InTag>];
+#pragma unroll
+  for (int w = 0; w < kWordsPer8<InTag>; ++w) {
+    raw[w] = load_shared_16b(static_cast<const uint4*>(pointer) + w);
+  }
+  unpack8(tag, raw, x);
 }
 
 // fp8 e4m3fn, round-to-nearest-even, saturating (cvt.rn.satfinite.e4m3x2.f32).

@@ -1,16 +1,21 @@
 // Heuristics for the memory-bound group quantizers (see quant_heuristics.h).
 //
-// Large problems use 256-thread blocks (8 per SM fill its 2048 threads). Small ones (decode:
-// a few tokens) shrink the block so the grid still reaches at least two blocks per SM: the
-// kernel is then latency-bound and each SM's share of the loads should start at once.
+// Large inputs take the pipelined kernel (bulk copies keep 4 tiles in flight per block). Small
+// ones (decode: a few tokens) take the direct kernel, whose one-load-per-lane grid spreads over
+// every SM at once; its block shrinks until the grid reaches two blocks per SM. The crossover
+// was measured on H200 (docs/perf/per_token_group_quant.md).
 #include "quant_heuristics.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace lowbit::cuda {
 
 namespace {
+constexpr std::int64_t kPipelinedFromBytes = std::int64_t{8} << 20;
+constexpr int kElementsPerLane = 8;  // direct kernel
+
 bool print_config() {
   static const bool print = [] {
     const char* text = std::getenv("LOWBIT_PRINT_CONFIG");
@@ -18,17 +23,40 @@ bool print_config() {
   }();
   return print;
 }
+
+// 0: no override, 1: direct, 2: pipelined.
+int forced_kernel() {
+  static const int forced = [] {
+    const char* text = std::getenv("LOWBIT_QUANT_KERNEL");
+    if (!text) return 0;
+    if (std::strcmp(text, "direct") == 0) return 1;
+    if (std::strcmp(text, "pipelined") == 0) return 2;
+    return 0;
+  }();
+  return forced;
+}
 }  // namespace
 
-GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t total_groups,
-                                           int group_size, int lanes_per_group, int sm_count) {
-  const std::int64_t threads = total_groups * lanes_per_group;
-  int block = 256;
-  while (block > 64 && threads / block < 2 * static_cast<std::int64_t>(sm_count)) block /= 2;
-  const GroupQuantConfig config{block};
+GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_bytes,
+                                           std::int64_t total_groups, int group_size,
+                                           int sm_count) {
+  GroupQuantConfig config{GroupQuantKernel::kDirect, 256};
+  if (input_bytes >= kPipelinedFromBytes) config.kernel = GroupQuantKernel::kPipelined;
+  if (forced_kernel() == 1) config.kernel = GroupQuantKernel::kDirect;
+  if (forced_kernel() == 2) config.kernel = GroupQuantKernel::kPipelined;
+  if (config.kernel == GroupQuantKernel::kDirect) {
+    const std::int64_t threads = total_groups * (group_size / kElementsPerLane);
+    while (config.threads_per_block > 64 &&
+           threads / config.threads_per_block < 2 * static_cast<std::int64_t>(sm_count)) {
+      config.threads_per_block /= 2;
+    }
+  }
   if (print_config()) {
-    std::fprintf(stderr, "[lowbit] %s: %lld groups of %d, %d lanes/group -> %d threads/block\n",
-                 op, static_cast<long long>(total_groups), group_size, lanes_per_group, block);
+    std::fprintf(stderr, "[lowbit] %s: %lld input bytes, %lld groups of %d -> %s kernel, %d "
+                 "threads/block\n", op, static_cast<long long>(input_bytes),
+                 static_cast<long long>(total_groups), group_size,
+                 config.kernel == GroupQuantKernel::kPipelined ? "pipelined" : "direct",
+                 config.threads_per_block);
   }
   return config;
 }

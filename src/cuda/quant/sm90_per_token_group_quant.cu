@@ -1,19 +1,25 @@
 // per_token_group_quant for sm_90a: [M, K] bf16/fp16/fp32 -> fp8 e4m3fn or int8 in 1 x G groups
 // with one fp32 scale per group (recipe: docs/quant.md; bit-identical to
-// src/reference/quant.cpp).
+// src/reference/quant.cpp). Two kernels, chosen in quant_heuristics.cpp:
 //
-// Memory-bound, and on Hopper close to issue-bound: at 4.8 TB/s an SM sub-partition has ~20
-// instructions per element to spend. Per-group work (amax reduction, scale, reciprocal) is
-// repeated by every lane of a group, so few lanes share a group: kLanes = G / (8 * kVectors)
-// lanes each hold kVectors 16-byte pieces (8 elements each) of one group. Piece j of a lane is
-// piece j * kLanes + lane of its group, so each load instruction reads kLanes consecutive
-// pieces per group (>= 32 contiguous bytes: whole sectors). The amax is reduced over the lanes
-// with shuffles; nothing touches shared memory. Groups are numbered row-major over the tensor.
+// - direct (small problems, decode): each lane loads one 16-byte piece (8 elements) of a group
+//   straight into registers; G / 8 lanes share a group. Most parallelism, least latency.
+// - pipelined (large problems): a persistent grid in which thread 0 of each block streams row
+//   tiles of 8192 (or 4096) elements into a ring of shared-memory stages with bulk async
+//   copies (TMA engine) completing on mbarriers, while all threads quantize the current tile.
+//   NOTE: loads held in registers cannot keep enough bytes in flight on Hopper (ncu: L1TEX
+//   scoreboard stalls, 50% occupancy from registers, ~70% of copy bandwidth); the copy engine
+//   keeps kStages tiles in flight per block without registers.
+//
+// In both, a lane holds kVectors pieces of one group; piece j of a lane is piece
+// j * kLanes + lane of the group, so every store instruction writes whole 32-byte sectors.
+// The group amax is reduced over its lanes with shuffles.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <type_traits>
 
+#include "../common/bulk_copy.cuh"
 #include "../common/check.cuh"
 #include "../common/device_properties.cuh"
 #include "../common/dispatch.cuh"
@@ -27,13 +33,16 @@ namespace lowbit::cuda {
 
 namespace {
 
-constexpr int kMaxThreads = 256;
+constexpr int kThreads = 256;
 constexpr int kElementsPerVector = 8;
+constexpr int kStages = 4;
 
 struct KernelParams {
   const char* input;  // bytes
   char* output;       // bytes
   float* scales;
+  std::uint32_t rows;
+  std::uint32_t cols;
   std::uint32_t total_groups;
   std::uint32_t groups_per_row;
   std::int64_t input_row_bytes;
@@ -46,39 +55,16 @@ struct KernelParams {
   bool power_of_two_scale;
 };
 
-template <int kGroup>
-struct GroupShape {
-  static constexpr int kVectors = kGroup >= 64 ? 4 : 2;  // 16-byte pieces per lane
-  static constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);  // 4, 2 or 2
-};
+template <typename InTag>
+inline constexpr int kInputBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
 
-template <typename InTag, typename OutTag, int kGroup>
-__global__ void __launch_bounds__(kMaxThreads) per_token_group_quant_kernel(KernelParams p) {
-  constexpr int kVectors = GroupShape<kGroup>::kVectors;
-  constexpr int kLanes = GroupShape<kGroup>::kLanes;
-  constexpr int kInputBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
-
-  const int lane = threadIdx.x % kLanes;
-  const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
-  // Out-of-range lanes still join the shuffles (full-warp masks), so nobody returns early.
-  const bool active = group_id < p.total_groups;
-  const std::uint32_t row = active ? group_id / p.groups_per_row : 0;
-  const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row : 0;
-  const std::int64_t group_column = static_cast<std::int64_t>(group_in_row) * kGroup;
-
-  float x[kVectors][kElementsPerVector];
-  const char* input_row = p.input + row * p.input_row_bytes;
-#pragma unroll
-  for (int j = 0; j < kVectors; ++j) {
-    const std::int64_t column = group_column + (j * kLanes + lane) * kElementsPerVector;
-    if (active) {
-      load8_as_float(InTag{}, input_row + column * kInputBytes, x[j]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kElementsPerVector; ++i) x[j][i] = 0.0f;
-    }
-  }
-
+// Reduces the amax over a group's lanes, then scales, divides and stores this lane's pieces.
+// Every lane of the warp must call it (shuffles use the full mask); inactive lanes hold zeros.
+template <typename OutTag, int kGroup, int kLanes, int kVectors>
+__device__ __forceinline__ void quantize_group_slice(const KernelParams& p,
+                                                     float (&x)[kVectors][kElementsPerVector],
+                                                     bool active, std::uint32_t row,
+                                                     std::uint32_t group_in_row, int lane) {
   float amax = 0.0f;
 #pragma unroll
   for (int j = 0; j < kVectors; ++j) {
@@ -95,17 +81,134 @@ __global__ void __launch_bounds__(kMaxThreads) per_token_group_quant_kernel(Kern
   if (p.power_of_two_scale) scale = round_scale_up_to_power_of_two(scale);
   const SharedDivisor divisor = make_shared_divisor(scale, amax);
 
-  char* output_row = p.output + row * p.output_row_bytes;
+  char* output_group = p.output + row * p.output_row_bytes +
+                       static_cast<std::int64_t>(group_in_row) * kGroup;
 #pragma unroll
   for (int j = 0; j < kVectors; ++j) {
     float q[kElementsPerVector];
     divide_group(x[j], divisor, q);
-    const std::int64_t column = group_column + (j * kLanes + lane) * kElementsPerVector;
-    store8_quantized(OutTag{}, output_row + column, q);
+    store8_quantized(OutTag{}, output_group + (j * kLanes + lane) * kElementsPerVector, q);
   }
   if (lane == 0) {
     p.scales[row * p.scale_stride_row + group_in_row * p.scale_stride_group] = scale;
   }
+}
+
+// ---- direct kernel: one piece per lane, loads straight from global memory --------------------
+template <typename InTag, typename OutTag, int kGroup>
+__global__ void __launch_bounds__(kThreads) per_token_group_quant_direct(KernelParams p) {
+  constexpr int kLanes = kGroup / kElementsPerVector;
+  const int lane = threadIdx.x % kLanes;
+  const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
+  const bool active = group_id < p.total_groups;
+  const std::uint32_t row = active ? group_id / p.groups_per_row : 0;
+  const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row : 0;
+
+  float x[1][kElementsPerVector] = {};
+  if (active) {
+    const std::int64_t column = static_cast<std::int64_t>(group_in_row) * kGroup +
+                                lane * kElementsPerVector;
+    load8_as_float(InTag{}, p.input + row * p.input_row_bytes + column * kInputBytes<InTag>,
+                   x[0]);
+  }
+  quantize_group_slice<OutTag, kGroup, kLanes, 1>(p, x, active, row, group_in_row, lane);
+}
+
+// ---- pipelined kernel: bulk copies of row tiles into a ring of shared-memory stages ----------
+template <int kGroup>
+struct PipelineShape {
+  static constexpr int kVectors = kGroup >= 64 ? 4 : 2;                   // pieces per lane
+  static constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);  // 4, 2 or 2
+  static constexpr int kTileElements = kThreads / kLanes * kGroup;         // 8192 or 4096
+};
+
+template <typename InTag, int kGroup>
+constexpr int pipeline_shared_bytes() {
+  return kStages * PipelineShape<kGroup>::kTileElements * kInputBytes<InTag>;
+}
+
+template <typename InTag, typename OutTag, int kGroup>
+__global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(KernelParams p) {
+  using Shape = PipelineShape<kGroup>;
+  constexpr int kTileBytes = Shape::kTileElements * kInputBytes<InTag>;
+  extern __shared__ __align__(128) char stage_memory[];  // [kStages][kTileBytes]
+  __shared__ std::uint64_t tile_ready[kStages];
+
+  const std::uint32_t tiles_per_row = (p.cols + Shape::kTileElements - 1) / Shape::kTileElements;
+  const std::uint32_t num_tiles = p.rows * tiles_per_row;
+  struct Tile {
+    std::uint32_t row, first_column, elements;
+  };
+  auto locate = [&](std::uint32_t tile) {
+    Tile t;
+    t.row = tile / tiles_per_row;
+    t.first_column = (tile - t.row * tiles_per_row) * Shape::kTileElements;
+    t.elements = min(static_cast<std::uint32_t>(Shape::kTileElements), p.cols - t.first_column);
+    return t;
+  };
+  auto issue = [&](std::uint32_t tile, int stage) {  // thread 0 only
+    const Tile t = locate(tile);
+    const std::uint32_t bytes = t.elements * kInputBytes<InTag>;
+    mbarrier_arrive_expect_bytes(&tile_ready[stage], bytes);
+    bulk_copy_to_shared(stage_memory + stage * kTileBytes,
+                        p.input + t.row * p.input_row_bytes +
+                            static_cast<std::int64_t>(t.first_column) * kInputBytes<InTag>,
+                        bytes, &tile_ready[stage]);
+  };
+
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) mbarrier_init(&tile_ready[stage], 1);
+    fence_barrier_init();
+    for (int stage = 0; stage < kStages; ++stage) {
+      const std::uint32_t tile = blockIdx.x + stage * gridDim.x;
+      if (tile < num_tiles) issue(tile, stage);
+    }
+  }
+  __syncthreads();
+
+  const int lane = threadIdx.x % Shape::kLanes;
+  const std::uint32_t group_in_tile = threadIdx.x / Shape::kLanes;
+  std::uint32_t iteration = 0;
+  for (std::uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++iteration) {
+    const int stage = iteration % kStages;
+    const Tile t = locate(tile);
+    mbarrier_wait(&tile_ready[stage], (iteration / kStages) & 1);
+
+    const bool active = group_in_tile * kGroup < t.elements;
+    const char* group_data =
+        stage_memory + stage * kTileBytes + group_in_tile * kGroup * kInputBytes<InTag>;
+    float x[Shape::kVectors][kElementsPerVector] = {};
+    if (active) {
+#pragma unroll
+      for (int j = 0; j < Shape::kVectors; ++j) {
+        load8_shared_as_float(
+            InTag{}, group_data + (j * Shape::kLanes + lane) * kElementsPerVector * kInputBytes<InTag>,
+            x[j]);
+      }
+    }
+    __syncthreads();  // the stage is consumed: it may be refilled
+    if (threadIdx.x == 0 && tile + kStages * gridDim.x < num_tiles) {
+      issue(tile + kStages * gridDim.x, stage);
+    }
+    quantize_group_slice<OutTag, kGroup, Shape::kLanes, Shape::kVectors>(
+        p, x, active, t.row, t.first_column / kGroup + group_in_tile, lane);
+  }
+}
+
+template <typename InTag, typename OutTag, int kGroup>
+void launch_pipelined(const KernelParams& p, int sm_count, cudaStream_t stream, const char* op) {
+  constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup>();
+  auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup>;
+  // Opting in to > 48 KB of dynamic shared memory is per kernel and idempotent: do it once.
+  static const cudaError_t opt_in =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  check_cuda(opt_in, op, "cudaFuncSetAttribute");
+  constexpr int kBlocksPerSm = kSharedBytes <= 96 * 1024 ? 2 : 1;  // 2 x 64 KB of stages (bf16)
+  const std::uint32_t tiles_per_row =
+      (p.cols + PipelineShape<kGroup>::kTileElements - 1) / PipelineShape<kGroup>::kTileElements;
+  const std::int64_t tiles = static_cast<std::int64_t>(p.rows) * tiles_per_row;
+  const std::int64_t blocks = std::min<std::int64_t>(tiles, std::int64_t{sm_count} * kBlocksPerSm);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, kSharedBytes, stream>>>(p);
 }
 
 }  // namespace
@@ -120,6 +223,8 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   p.input = static_cast<const char*>(params.input);
   p.output = static_cast<char*>(params.output);
   p.scales = params.scales;
+  p.rows = static_cast<std::uint32_t>(params.rows);
+  p.cols = static_cast<std::uint32_t>(params.cols);
   p.total_groups = static_cast<std::uint32_t>(total_groups);
   p.groups_per_row = static_cast<std::uint32_t>(groups_per_row);
   p.input_row_bytes =
@@ -133,17 +238,25 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   p.power_of_two_scale = params.power_of_two_scale;
 
   const int sm_count = current_device_sm_count(kOp);
+  const std::int64_t input_bytes =
+      params.rows * params.cols * static_cast<std::int64_t>(dtype_size(params.input_dtype));
+  const GroupQuantConfig config =
+      choose_group_quant_config(kOp, input_bytes, total_groups, params.group_size, sm_count);
+
   dispatch_float_input(kOp, params.input_dtype, [&](auto in_tag) {
     dispatch_quantized_output(kOp, params.output_dtype, [&](auto out_tag) {
       dispatch_group_size(kOp, params.group_size, [&](auto group) {
+        using In = decltype(in_tag);
+        using Out = decltype(out_tag);
         constexpr int kGroup = decltype(group)::value;
-        constexpr int kLanes = GroupShape<kGroup>::kLanes;
-        const GroupQuantConfig config =
-            choose_group_quant_config(kOp, total_groups, kGroup, kLanes, sm_count);
-        const int groups_per_block = config.threads_per_block / kLanes;
-        const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
-        per_token_group_quant_kernel<decltype(in_tag), decltype(out_tag), kGroup>
-            <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
+        if (config.kernel == GroupQuantKernel::kPipelined) {
+          launch_pipelined<In, Out, kGroup>(p, sm_count, stream, kOp);
+        } else {
+          const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
+          const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
+          per_token_group_quant_direct<In, Out, kGroup>
+              <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
+        }
       });
     });
   });

@@ -1,0 +1,55 @@
+// Hopper bulk asynchronous copies (global -> shared, the TMA engine without a tensor map) that
+// complete on an mbarrier, and the mbarrier operations around them (PTX ISA 8.0, sm_90).
+#pragma once
+
+#include <cstdint>
+
+namespace lowbit::cuda {
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ __forceinline__ void mbarrier_init(std::uint64_t* barrier, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(barrier)),
+               "r"(arrivals));
+}
+
+// Makes initialized barriers visible to the async proxy (the copy engine).
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One arrival that also tells the barrier to expect `bytes` from copies before it completes.
+__device__ __forceinline__ void mbarrier_arrive_expect_bytes(std::uint64_t* barrier,
+                                                             std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                   shared_address(barrier)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_wait(std::uint64_t* barrier, std::uint32_t phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_again:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_again;\n"
+      "}\n" ::"r"(shared_address(barrier)),
+      "r"(phase)
+      : "memory");
+}
+
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared
+// memory; completion is signalled on `barrier` as transaction bytes.
+__device__ __forceinline__ void bulk_copy_to_shared(void* destination, const void* source,
+                                                    std::uint32_t bytes, std::uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(shared_address(destination)),
+      "l"(source), "r"(bytes), "r"(shared_address(barrier))
+      : "memory");
+}
+
+}  // namespace lowbit::cuda
