@@ -89,11 +89,12 @@ __device__ __forceinline__ std::uint32_t quantize_pair(Fp8E4M3Tag, float first, 
   return __nv_cvt_float2_to_fp8x2(make_float2(first, second), __NV_SATFINITE, __NV_E4M3);
 }
 
-// int8: round half to even, saturate to [-128, 127], NaN -> 0.
+// int8: round half to even, saturate to [-128, 127], NaN -> 0, in one cvt per value.
 __device__ __forceinline__ std::uint32_t quantize_pair(Int8Tag, float first, float second) {
-  const int a = min(max(__float2int_rn(first), -128), 127);
-  const int b = min(max(__float2int_rn(second), -128), 127);
-  return (static_cast<std::uint32_t>(a) & 0xFFu) | ((static_cast<std::uint32_t>(b) & 0xFFu) << 8);
+  std::uint32_t a, b;
+  asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(a) : "f"(first));
+  asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(b) : "f"(second));
+  return __byte_perm(a, b, 0x0040);  // byte 0: a, byte 1: b (upper bytes unused)
 }
 
 template <typename OutTag>
@@ -103,7 +104,7 @@ __device__ __forceinline__ void store8_quantized(OutTag tag, void* pointer, cons
   for (int half = 0; half < 2; ++half) {
     const std::uint32_t low = quantize_pair(tag, q[4 * half], q[4 * half + 1]);
     const std::uint32_t high = quantize_pair(tag, q[4 * half + 2], q[4 * half + 3]);
-    packed[half] = (low & 0xFFFFu) | (high << 16);
+    packed[half] = __byte_perm(low, high, 0x5410);  // low pair, then high pair
   }
   *static_cast<uint2*>(pointer) = make_uint2(packed[0], packed[1]);
 }

@@ -114,46 +114,57 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_direct(KernelP
   quantize_group_slice<OutTag, kGroup, kLanes, 1>(p, x, active, row, group_in_row, lane);
 }
 
-// ---- pipelined kernel: bulk copies of row tiles into a ring of shared-memory stages ----------
-template <int kGroup>
+// ---- pipelined kernel: bulk copies of tiles into a ring of shared-memory stages ---------------
+// A tile is kTileRows rows x kTileCols columns (8192 or 4096 elements). With column-major scales
+// kTileRows is 8 and consecutive groups of a warp sit in consecutive rows, so the warp writes
+// the 8 scales of one group column as one 32-byte sector instead of 8 scattered words.
+template <int kGroup, int kTileRows>
 struct PipelineShape {
   static constexpr int kVectors = kGroup >= 64 ? 4 : 2;                   // pieces per lane
   static constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);  // 4, 2 or 2
   static constexpr int kTileElements = kThreads / kLanes * kGroup;         // 8192 or 4096
+  static constexpr int kTileCols = kTileElements / kTileRows;
 };
 
 template <typename InTag, int kGroup>
 constexpr int pipeline_shared_bytes() {
-  return kStages * PipelineShape<kGroup>::kTileElements * kInputBytes<InTag>;
+  return kStages * PipelineShape<kGroup, 1>::kTileElements * kInputBytes<InTag>;
 }
 
-template <typename InTag, typename OutTag, int kGroup>
+template <typename InTag, typename OutTag, int kGroup, int kTileRows>
 __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(KernelParams p) {
-  using Shape = PipelineShape<kGroup>;
-  constexpr int kTileBytes = Shape::kTileElements * kInputBytes<InTag>;
-  extern __shared__ __align__(128) char stage_memory[];  // [kStages][kTileBytes]
+  using Shape = PipelineShape<kGroup, kTileRows>;
+  constexpr int kInBytes = kInputBytes<InTag>;
+  constexpr int kTileBytes = Shape::kTileElements * kInBytes;
+  constexpr int kRowBytes = Shape::kTileCols * kInBytes;  // one tile row in shared memory
+  extern __shared__ __align__(128) char stage_memory[];  // [kStages][kTileRows][kTileCols]
   __shared__ std::uint64_t tile_ready[kStages];
 
-  const std::uint32_t tiles_per_row = (p.cols + Shape::kTileElements - 1) / Shape::kTileElements;
-  const std::uint32_t num_tiles = p.rows * tiles_per_row;
+  const std::uint32_t col_tiles = (p.cols + Shape::kTileCols - 1) / Shape::kTileCols;
+  const std::uint32_t row_bands = (p.rows + kTileRows - 1) / kTileRows;
+  const std::uint32_t num_tiles = row_bands * col_tiles;
   struct Tile {
-    std::uint32_t row, first_column, elements;
+    std::uint32_t first_row, rows, first_column, columns;
   };
   auto locate = [&](std::uint32_t tile) {
     Tile t;
-    t.row = tile / tiles_per_row;
-    t.first_column = (tile - t.row * tiles_per_row) * Shape::kTileElements;
-    t.elements = min(static_cast<std::uint32_t>(Shape::kTileElements), p.cols - t.first_column);
+    const std::uint32_t band = tile / col_tiles;
+    t.first_row = band * kTileRows;
+    t.rows = min(static_cast<std::uint32_t>(kTileRows), p.rows - t.first_row);
+    t.first_column = (tile - band * col_tiles) * Shape::kTileCols;
+    t.columns = min(static_cast<std::uint32_t>(Shape::kTileCols), p.cols - t.first_column);
     return t;
   };
   auto issue = [&](std::uint32_t tile, int stage) {  // thread 0 only
     const Tile t = locate(tile);
-    const std::uint32_t bytes = t.elements * kInputBytes<InTag>;
-    mbarrier_arrive_expect_bytes(&tile_ready[stage], bytes);
-    bulk_copy_to_shared(stage_memory + stage * kTileBytes,
-                        p.input + t.row * p.input_row_bytes +
-                            static_cast<std::int64_t>(t.first_column) * kInputBytes<InTag>,
-                        bytes, &tile_ready[stage]);
+    const std::uint32_t row_bytes = t.columns * kInBytes;
+    mbarrier_arrive_expect_bytes(&tile_ready[stage], row_bytes * t.rows);
+    for (std::uint32_t r = 0; r < t.rows; ++r) {
+      bulk_copy_to_shared(stage_memory + stage * kTileBytes + r * kRowBytes,
+                          p.input + (t.first_row + r) * p.input_row_bytes +
+                              static_cast<std::int64_t>(t.first_column) * kInBytes,
+                          row_bytes, &tile_ready[stage]);
+    }
   };
 
   if (threadIdx.x == 0) {
@@ -167,22 +178,24 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
   __syncthreads();
 
   const int lane = threadIdx.x % Shape::kLanes;
-  const std::uint32_t group_in_tile = threadIdx.x / Shape::kLanes;
+  const std::uint32_t group_index = threadIdx.x / Shape::kLanes;
+  const std::uint32_t tile_row = group_index % kTileRows;
+  const std::uint32_t tile_group = group_index / kTileRows;
   std::uint32_t iteration = 0;
   for (std::uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++iteration) {
     const int stage = iteration % kStages;
     const Tile t = locate(tile);
     mbarrier_wait(&tile_ready[stage], (iteration / kStages) & 1);
 
-    const bool active = group_in_tile * kGroup < t.elements;
-    const char* group_data =
-        stage_memory + stage * kTileBytes + group_in_tile * kGroup * kInputBytes<InTag>;
+    const bool active = tile_row < t.rows && tile_group * kGroup < t.columns;
+    const char* group_data = stage_memory + stage * kTileBytes + tile_row * kRowBytes +
+                             tile_group * kGroup * kInBytes;
     float x[Shape::kVectors][kElementsPerVector] = {};
     if (active) {
 #pragma unroll
       for (int j = 0; j < Shape::kVectors; ++j) {
         load8_shared_as_float(
-            InTag{}, group_data + (j * Shape::kLanes + lane) * kElementsPerVector * kInputBytes<InTag>,
+            InTag{}, group_data + (j * Shape::kLanes + lane) * kElementsPerVector * kInBytes,
             x[j]);
       }
     }
@@ -191,22 +204,24 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
       issue(tile + kStages * gridDim.x, stage);
     }
     quantize_group_slice<OutTag, kGroup, Shape::kLanes, Shape::kVectors>(
-        p, x, active, t.row, t.first_column / kGroup + group_in_tile, lane);
+        p, x, active, t.first_row + tile_row, t.first_column / kGroup + tile_group, lane);
   }
 }
 
-template <typename InTag, typename OutTag, int kGroup>
+template <typename InTag, typename OutTag, int kGroup, int kTileRows>
 void launch_pipelined(const KernelParams& p, int sm_count, cudaStream_t stream, const char* op) {
+  using Shape = PipelineShape<kGroup, kTileRows>;
   constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup>();
-  auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup>;
+  auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup, kTileRows>;
   // Opting in to > 48 KB of dynamic shared memory is per kernel and idempotent: do it once.
   static const cudaError_t opt_in =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   check_cuda(opt_in, op, "cudaFuncSetAttribute");
-  constexpr int kBlocksPerSm = kSharedBytes <= 96 * 1024 ? 2 : 1;  // 2 x 64 KB of stages (bf16)
-  const std::uint32_t tiles_per_row =
-      (p.cols + PipelineShape<kGroup>::kTileElements - 1) / PipelineShape<kGroup>::kTileElements;
-  const std::int64_t tiles = static_cast<std::int64_t>(p.rows) * tiles_per_row;
+  // 3 x 64 KB of stages per SM for 16-bit inputs (228 KB available), 1 x 128 KB for fp32.
+  constexpr int kBlocksPerSm = kSharedBytes <= 64 * 1024 ? 3 : 1;
+  const std::int64_t tiles =
+      static_cast<std::int64_t>((p.rows + kTileRows - 1) / kTileRows) *
+      ((p.cols + Shape::kTileCols - 1) / Shape::kTileCols);
   const std::int64_t blocks = std::min<std::int64_t>(tiles, std::int64_t{sm_count} * kBlocksPerSm);
   kernel<<<static_cast<unsigned>(blocks), kThreads, kSharedBytes, stream>>>(p);
 }
@@ -250,7 +265,13 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
         using Out = decltype(out_tag);
         constexpr int kGroup = decltype(group)::value;
         if (config.kernel == GroupQuantKernel::kPipelined) {
-          launch_pipelined<In, Out, kGroup>(p, sm_count, stream, kOp);
+          // Row-major scales are contiguous along a row: one-row tiles. Column-major scales are
+          // contiguous down a column: 8-row tiles.
+          if (params.scale_stride_row == 1) {
+            launch_pipelined<In, Out, kGroup, 8>(p, sm_count, stream, kOp);
+          } else {
+            launch_pipelined<In, Out, kGroup, 1>(p, sm_count, stream, kOp);
+          }
         } else {
           const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
           const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
