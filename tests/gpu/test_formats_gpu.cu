@@ -61,7 +61,7 @@ __global__ void compare_encoders(std::uint64_t base, Mismatches* m) {
 
   const unsigned pair = cuda::quantize_pair(cuda::Fp8E4M3Tag{}, x, partner);
   record(m, kE4M3Pair, bits, pair & 0xFF, float_to_fp8_e4m3(x, Saturation::kFinite));
-  record(m, kE4M3Pair, bits, pair >> 8, float_to_fp8_e4m3(partner, Saturation::kFinite));
+  record(m, kE4M3Pair, bits, (pair >> 8) & 0xFF, float_to_fp8_e4m3(partner, Saturation::kFinite));
   record(m, kE4M3Sat, bits, __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3),
          float_to_fp8_e4m3(x, Saturation::kFinite));
   record(m, kE4M3NoSat, bits, __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3),
@@ -79,7 +79,7 @@ __global__ void compare_encoders(std::uint64_t base, Mismatches* m) {
   record(m, kFp16, bits, __half_as_ushort(__float2half_rn(x)), float_to_fp16(x));
   const unsigned int8_pair = cuda::quantize_pair(cuda::Int8Tag{}, x, partner);
   record(m, kInt8Pair, bits, int8_pair & 0xFF, static_cast<std::uint8_t>(float_to_int8(x)));
-  record(m, kInt8Pair, bits, int8_pair >> 8, static_cast<std::uint8_t>(float_to_int8(partner)));
+  record(m, kInt8Pair, bits, (int8_pair >> 8) & 0xFF, static_cast<std::uint8_t>(float_to_int8(partner)));
 }
 
 TEST(FormatsGpu, EncodersMatchCudaForEveryFloat32) {

@@ -89,6 +89,8 @@ __device__ __forceinline__ std::uint32_t quantize_pair(Fp8E4M3Tag, float first, 
   return __nv_cvt_float2_to_fp8x2(make_float2(first, second), __NV_SATFINITE, __NV_E4M3);
 }
 
+// Each quantize_pair returns two codes in its low 16 bits (first in the low byte); the upper
+// bytes are unspecified.
 // int8: round half to even, saturate to [-128, 127], NaN -> 0, in one cvt per value.
 __device__ __forceinline__ std::uint32_t quantize_pair(Int8Tag, float first, float second) {
   std::uint32_t a, b;

@@ -24,6 +24,11 @@ bool print_config() {
   return print;
 }
 
+int env_int(const char* name) {
+  const char* text = std::getenv(name);
+  return text ? std::atoi(text) : 0;
+}
+
 // 0: no override, 1: direct, 2: pipelined.
 int forced_kernel() {
   static const int forced = [] {
@@ -39,8 +44,14 @@ int forced_kernel() {
 
 GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_bytes,
                                            std::int64_t total_groups, int group_size,
-                                           int sm_count) {
-  GroupQuantConfig config{GroupQuantKernel::kDirect, 256};
+                                           bool column_major_scales, int sm_count) {
+  static const int forced_tile_rows = env_int("LOWBIT_QUANT_TILE_ROWS");
+  static const int forced_blocks_per_sm = env_int("LOWBIT_QUANT_BLOCKS_PER_SM");
+  GroupQuantConfig config{GroupQuantKernel::kDirect, 256, column_major_scales ? 8 : 1, 2};
+  if (forced_tile_rows == 1 || forced_tile_rows == 8) config.tile_rows = forced_tile_rows;
+  if (forced_blocks_per_sm >= 1 && forced_blocks_per_sm <= 3) {
+    config.blocks_per_sm = forced_blocks_per_sm;
+  }
   if (input_bytes >= kPipelinedFromBytes) config.kernel = GroupQuantKernel::kPipelined;
   if (forced_kernel() == 1) config.kernel = GroupQuantKernel::kDirect;
   if (forced_kernel() == 2) config.kernel = GroupQuantKernel::kPipelined;
@@ -53,10 +64,10 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
   }
   if (print_config()) {
     std::fprintf(stderr, "[lowbit] %s: %lld input bytes, %lld groups of %d -> %s kernel, %d "
-                 "threads/block\n", op, static_cast<long long>(input_bytes),
-                 static_cast<long long>(total_groups), group_size,
-                 config.kernel == GroupQuantKernel::kPipelined ? "pipelined" : "direct",
-                 config.threads_per_block);
+                 "threads/block, %d-row tiles, %d blocks/SM\n", op,
+                 static_cast<long long>(input_bytes), static_cast<long long>(total_groups),
+                 group_size, config.kernel == GroupQuantKernel::kPipelined ? "pipelined" : "direct",
+                 config.threads_per_block, config.tile_rows, config.blocks_per_sm);
   }
   return config;
 }

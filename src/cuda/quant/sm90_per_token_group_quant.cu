@@ -209,7 +209,8 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
 }
 
 template <typename InTag, typename OutTag, int kGroup, int kTileRows>
-void launch_pipelined(const KernelParams& p, int sm_count, cudaStream_t stream, const char* op) {
+void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cudaStream_t stream,
+                      const char* op) {
   using Shape = PipelineShape<kGroup, kTileRows>;
   constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup>();
   auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup, kTileRows>;
@@ -217,12 +218,13 @@ void launch_pipelined(const KernelParams& p, int sm_count, cudaStream_t stream, 
   static const cudaError_t opt_in =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   check_cuda(opt_in, op, "cudaFuncSetAttribute");
-  // 3 x 64 KB of stages per SM for 16-bit inputs (228 KB available), 1 x 128 KB for fp32.
-  constexpr int kBlocksPerSm = kSharedBytes <= 64 * 1024 ? 3 : 1;
+  // Up to 3 x 64 KB of stages per SM for 16-bit inputs (228 KB available), 1 x 128 KB for fp32.
+  const int fitting_blocks = (220 * 1024) / kSharedBytes;
+  const int blocks_on_sm = blocks_per_sm < fitting_blocks ? blocks_per_sm : fitting_blocks;
   const std::int64_t tiles =
       static_cast<std::int64_t>((p.rows + kTileRows - 1) / kTileRows) *
       ((p.cols + Shape::kTileCols - 1) / Shape::kTileCols);
-  const std::int64_t blocks = std::min<std::int64_t>(tiles, std::int64_t{sm_count} * kBlocksPerSm);
+  const std::int64_t blocks = std::min<std::int64_t>(tiles, std::int64_t{sm_count} * blocks_on_sm);
   kernel<<<static_cast<unsigned>(blocks), kThreads, kSharedBytes, stream>>>(p);
 }
 
@@ -255,8 +257,10 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   const int sm_count = current_device_sm_count(kOp);
   const std::int64_t input_bytes =
       params.rows * params.cols * static_cast<std::int64_t>(dtype_size(params.input_dtype));
-  const GroupQuantConfig config =
-      choose_group_quant_config(kOp, input_bytes, total_groups, params.group_size, sm_count);
+  // Column-major layouts store a group column's scales contiguously (stride 1 along rows).
+  const bool column_major_scales = params.scale_stride_row == 1 && params.rows > 1;
+  const GroupQuantConfig config = choose_group_quant_config(
+      kOp, input_bytes, total_groups, params.group_size, column_major_scales, sm_count);
 
   dispatch_float_input(kOp, params.input_dtype, [&](auto in_tag) {
     dispatch_quantized_output(kOp, params.output_dtype, [&](auto out_tag) {
@@ -265,12 +269,10 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
         using Out = decltype(out_tag);
         constexpr int kGroup = decltype(group)::value;
         if (config.kernel == GroupQuantKernel::kPipelined) {
-          // Row-major scales are contiguous along a row: one-row tiles. Column-major scales are
-          // contiguous down a column: 8-row tiles.
-          if (params.scale_stride_row == 1) {
-            launch_pipelined<In, Out, kGroup, 8>(p, sm_count, stream, kOp);
+          if (config.tile_rows == 8) {
+            launch_pipelined<In, Out, kGroup, 8>(p, sm_count, config.blocks_per_sm, stream, kOp);
           } else {
-            launch_pipelined<In, Out, kGroup, 1>(p, sm_count, stream, kOp);
+            launch_pipelined<In, Out, kGroup, 1>(p, sm_count, config.blocks_per_sm, stream, kOp);
           }
         } else {
           const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
