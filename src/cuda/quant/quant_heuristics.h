@@ -1,7 +1,7 @@
 // Launch configuration of the group quantization kernels, chosen from the problem size. Host
 // code, no CUDA header. LOWBIT_PRINT_CONFIG=1 prints each choice to stderr. For tuning runs
-// and tests: LOWBIT_QUANT_KERNEL=direct|pipelined, LOWBIT_QUANT_TILE_ROWS=1|8 and
-// LOWBIT_QUANT_BLOCKS_PER_SM=1..3 override the choice.
+// and tests: LOWBIT_QUANT_KERNEL=direct|pipelined and LOWBIT_QUANT_BLOCKS_PER_SM=1..3 override
+// the choice.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +13,11 @@ enum class GroupQuantKernel { kDirect, kPipelined };
 struct GroupQuantConfig {
   GroupQuantKernel kernel;
   int threads_per_block;  // direct kernel: 64, 128 or 256; pipelined: 256
-  int tile_rows;          // pipelined: rows per tile, 1 or 8
   int blocks_per_sm;      // pipelined: persistent blocks per SM (capped by shared memory)
 };
 
 GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_bytes,
                                            std::int64_t total_groups, int group_size,
-                                           bool column_major_scales, int sm_count);
+                                           int sm_count);
 
 }  // namespace lowbit::cuda

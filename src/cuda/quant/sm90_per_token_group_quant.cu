@@ -5,7 +5,7 @@
 // - direct (small problems, decode): each lane loads one 16-byte piece (8 elements) of a group
 //   straight into registers; G / 8 lanes share a group. Most parallelism, least latency.
 // - pipelined (large problems): a persistent grid in which thread 0 of each block streams row
-//   tiles of 8192 (or 4096) elements into a ring of shared-memory stages with bulk async
+//   tiles of 8 x 1024 (or 8 x 512) elements into a ring of shared-memory stages with bulk async
 //   copies (TMA engine) completing on mbarriers, while all threads quantize the current tile.
 //   NOTE: loads held in registers cannot keep enough bytes in flight on Hopper (ncu: L1TEX
 //   scoreboard stalls, 50% occupancy from registers, ~70% of copy bandwidth); the copy engine
@@ -115,10 +115,14 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_direct(KernelP
 }
 
 // ---- pipelined kernel: bulk copies of tiles into a ring of shared-memory stages ---------------
-// A tile is kTileRows rows x kTileCols columns (8192 or 4096 elements). With column-major scales
-// kTileRows is 8 and consecutive groups of a warp sit in consecutive rows, so the warp writes
-// the 8 scales of one group column as one 32-byte sector instead of 8 scattered words.
-template <int kGroup, int kTileRows>
+// A tile is 8 rows x kTileCols columns (8192 or 4096 elements), and consecutive groups of a
+// warp sit in consecutive rows, so with column-major scales a warp writes the 8 scales of one
+// group column as one 32-byte sector. Measured on H200 against one-row tiles, 8-row tiles were
+// as fast or faster for every layout (docs/perf/per_token_group_quant.md): K that is a multiple
+// of 1024 leaves no partial tile.
+constexpr int kTileRows = 8;
+
+template <int kGroup>
 struct PipelineShape {
   static constexpr int kVectors = kGroup >= 64 ? 4 : 2;                   // pieces per lane
   static constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);  // 4, 2 or 2
@@ -128,12 +132,12 @@ struct PipelineShape {
 
 template <typename InTag, int kGroup>
 constexpr int pipeline_shared_bytes() {
-  return kStages * PipelineShape<kGroup, 1>::kTileElements * kInputBytes<InTag>;
+  return kStages * PipelineShape<kGroup>::kTileElements * kInputBytes<InTag>;
 }
 
-template <typename InTag, typename OutTag, int kGroup, int kTileRows>
+template <typename InTag, typename OutTag, int kGroup>
 __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(KernelParams p) {
-  using Shape = PipelineShape<kGroup, kTileRows>;
+  using Shape = PipelineShape<kGroup>;
   constexpr int kInBytes = kInputBytes<InTag>;
   constexpr int kTileBytes = Shape::kTileElements * kInBytes;
   constexpr int kRowBytes = Shape::kTileCols * kInBytes;  // one tile row in shared memory
@@ -208,12 +212,12 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
   }
 }
 
-template <typename InTag, typename OutTag, int kGroup, int kTileRows>
+template <typename InTag, typename OutTag, int kGroup>
 void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cudaStream_t stream,
                       const char* op) {
-  using Shape = PipelineShape<kGroup, kTileRows>;
+  using Shape = PipelineShape<kGroup>;
   constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup>();
-  auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup, kTileRows>;
+  auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup>;
   // Opting in to > 48 KB of dynamic shared memory is per kernel and idempotent: do it once.
   static const cudaError_t opt_in =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
@@ -257,10 +261,8 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   const int sm_count = current_device_sm_count(kOp);
   const std::int64_t input_bytes =
       params.rows * params.cols * static_cast<std::int64_t>(dtype_size(params.input_dtype));
-  // Column-major layouts store a group column's scales contiguously (stride 1 along rows).
-  const bool column_major_scales = params.scale_stride_row == 1 && params.rows > 1;
-  const GroupQuantConfig config = choose_group_quant_config(
-      kOp, input_bytes, total_groups, params.group_size, column_major_scales, sm_count);
+  const GroupQuantConfig config =
+      choose_group_quant_config(kOp, input_bytes, total_groups, params.group_size, sm_count);
 
   dispatch_float_input(kOp, params.input_dtype, [&](auto in_tag) {
     dispatch_quantized_output(kOp, params.output_dtype, [&](auto out_tag) {
@@ -269,11 +271,7 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
         using Out = decltype(out_tag);
         constexpr int kGroup = decltype(group)::value;
         if (config.kernel == GroupQuantKernel::kPipelined) {
-          if (config.tile_rows == 8) {
-            launch_pipelined<In, Out, kGroup, 8>(p, sm_count, config.blocks_per_sm, stream, kOp);
-          } else {
-            launch_pipelined<In, Out, kGroup, 1>(p, sm_count, config.blocks_per_sm, stream, kOp);
-          }
+          launch_pipelined<In, Out, kGroup>(p, sm_count, config.blocks_per_sm, stream, kOp);
         } else {
           const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
           const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
