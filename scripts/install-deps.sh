@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what lowbit builds with on a Debian machine (skips what is already there):
+# CMake, g++, GoogleTest, nlohmann/json. The CUDA toolkit is optional: without nvcc the build
+# is CPU-only (LOWBIT_WITH_CUDA=OFF).
+set -euo pipefail
+packages=(cmake g++ make libgtest-dev googletest nlohmann-json3-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
