@@ -1,6 +1,7 @@
 // Umbrella header: the whole public C++ API of lowbit.
 #pragma once
 
+#include "lowbit/activation.h"
 #include "lowbit/error.h"
 #include "lowbit/formats.h"
 #include "lowbit/quant.h"

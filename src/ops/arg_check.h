@@ -14,6 +14,7 @@ namespace lowbit::detail {
 class ArgCheck {
  public:
   explicit ArgCheck(const char* op) : op_(op) {}
+  const char* op() const { return op_; }
 
   [[noreturn]] void fail(const std::string& argument, const std::string& expected,
                          const std::string& got) const {

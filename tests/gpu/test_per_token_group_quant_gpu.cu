@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/device_buffer.cuh"
+#include "common/group_quant_compare.cuh"
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/error.h"
@@ -78,7 +79,6 @@ void run_case(const Case& c) {
   SCOPED_TRACE(c.describe());
   const std::int64_t in_stride = c.cols + c.input_pad;
   const std::int64_t out_stride = c.cols + c.output_pad;
-  const std::int64_t groups = c.cols / c.group;
   const std::vector<std::uint8_t> input =
       testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, case_salt++);
   std::vector<std::uint8_t> ref_out;
@@ -103,51 +103,9 @@ void run_case(const Case& c) {
   args.scale_ub = c.scale_ub;
   args.power_of_two_scale = c.power_of_two;
 
-  for (std::uint8_t poison : {std::uint8_t{0x7F}, std::uint8_t{0xA5}}) {
-    d_output.fill_byte(poison);
-    d_scales.fill_byte(poison);  // 0x7F7F7F7F (3.4e38) and 0xA5A5A5A5 (negative): never scales
-    per_token_group_quant(args);
-    LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
-    const auto out = d_output.download<std::uint8_t>();
-    const auto scales = d_scales.download<std::uint32_t>();
-    const std::uint32_t poison_word = poison * 0x01010101u;
-
-    std::int64_t bad_q = 0, bad_s = 0, bad_pad = 0;
-    const auto at = [&](std::int64_t m, std::int64_t g) {
-      return c.layout == ScaleLayout::kRowMajor ? m * groups + g : g * scale_shape.cols + m;
-    };
-    for (std::int64_t m = 0; m < c.rows; ++m) {
-      for (std::int64_t k = 0; k < out_stride; ++k) {
-        const std::uint8_t got = out[m * out_stride + k];
-        if (k >= c.cols) {
-          bad_pad += got != poison;
-          continue;
-        }
-        const std::uint8_t want = ref_out[m * c.cols + k];
-        if (got != want && ++bad_q <= 5) {
-          ADD_FAILURE() << "q[" << m << ", " << k << "] gpu 0x" << std::hex << int(got)
-                        << " ref 0x" << int(want) << std::dec << " scale ref "
-                        << ref_scales[m * groups + k / c.group];
-        }
-      }
-      for (std::int64_t g = 0; g < groups; ++g) {
-        const std::uint32_t got = scales[at(m, g)];
-        const std::uint32_t want = float_bits(ref_scales[m * groups + g]);
-        if (got != want && ++bad_s <= 5) {
-          ADD_FAILURE() << "scale[" << m << ", " << g << "] gpu " << bits_float(got) << " ref "
-                        << bits_float(want);
-        }
-      }
-    }
-    for (std::int64_t g = 0; g < scale_shape.rows && c.layout != ScaleLayout::kRowMajor; ++g) {
-      for (std::int64_t m = c.rows; m < scale_shape.cols; ++m) {
-        bad_pad += scales[g * scale_shape.cols + m] != poison_word;  // TMA padding untouched
-      }
-    }
-    ASSERT_EQ(bad_q, 0) << "quantized bytes differ";
-    ASSERT_EQ(bad_s, 0) << "scales differ";
-    ASSERT_EQ(bad_pad, 0) << "padding was written";
-  }
+  testing::expect_group_quant_matches({c.rows, c.cols, out_stride, c.group, c.layout}, d_output,
+                                      d_scales, [&] { per_token_group_quant(args); }, ref_out,
+                                      ref_scales);
 }
 
 TEST(PerTokenGroupQuantGpu, ModelWidthsAndTokenCounts) {

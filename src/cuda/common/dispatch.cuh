@@ -21,6 +21,15 @@ void dispatch_float_input(const char* op, DType dtype, Fn&& fn) {
 }
 
 template <typename Fn>
+void dispatch_half_input(const char* op, DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kBF16: return fn(Bf16Tag{});
+    case DType::kFP16: return fn(Fp16Tag{});
+    default: throw Error(op, "input", "dtype bf16 or fp16", dtype_name(dtype));
+  }
+}
+
+template <typename Fn>
 void dispatch_quantized_output(const char* op, DType dtype, Fn&& fn) {
   switch (dtype) {
     case DType::kFP8E4M3: return fn(Fp8E4M3Tag{});

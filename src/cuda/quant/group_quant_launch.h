@@ -1,4 +1,5 @@
-// Raw-pointer interface between the op layer (src/ops/quant.cpp) and the sm_90a kernel.
+// Raw-pointer interface between the op layer and the sm_90a group quantization kernels, which
+// serve per_token_group_quant (x read as is) and silu_and_mul_quant (x = silu(gate) * up).
 // No CUDA header: the host layer compiles with the C++ compiler alone.
 #pragma once
 
@@ -8,12 +9,12 @@
 
 namespace lowbit::cuda {
 
-struct PerTokenGroupQuantParams {
-  const void* input;             // [rows, cols] of input_dtype, rows input_row_stride apart
+struct GroupQuantParams {
+  const void* input;             // rows x cols values (or gate values) of input_dtype
   void* output;                  // [rows, cols] of output_dtype, rows output_row_stride apart
   float* scales;                 // scale(m, g) at m * scale_stride_row + g * scale_stride_group
   std::int64_t rows;
-  std::int64_t cols;
+  std::int64_t cols;               // quantized columns (H for silu_and_mul_quant)
   std::int64_t input_row_stride;   // elements
   std::int64_t output_row_stride;  // elements
   std::int64_t scale_stride_row;
@@ -24,8 +25,11 @@ struct PerTokenGroupQuantParams {
   float eps;
   float amax_bound;  // scale_ub, or +Inf when absent
   bool power_of_two_scale;
+  bool silu_mul;     // x = silu(input[:, c]) * input[:, cols + c]
+  bool clamp;        // SwiGLU clamp with `limit` (silu_mul only)
+  float limit;
 };
 
-void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaStream_t stream);
+void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStream_t stream);
 
 }  // namespace lowbit::cuda

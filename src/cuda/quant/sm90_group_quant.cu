@@ -1,6 +1,8 @@
-// per_token_group_quant for sm_90a: [M, K] bf16/fp16/fp32 -> fp8 e4m3fn or int8 in 1 x G groups
-// with one fp32 scale per group (recipe: docs/quant.md; bit-identical to
-// src/reference/quant.cpp). Two kernels, chosen in quant_heuristics.cpp:
+// Group quantization for sm_90a: [M, K] values -> fp8 e4m3fn or int8 in 1 x G groups with one
+// fp32 scale per group (recipe: docs/quant.md; bit-identical to src/reference/). The values are
+// either the input itself (per_token_group_quant: bf16/fp16/fp32) or silu(gate) * up computed
+// from an input [M, 2K] = [gate | up] (silu_and_mul_quant: bf16/fp16, docs/activation.md).
+// Two kernels, chosen in quant_heuristics.cpp:
 //
 // - direct (small problems, decode): each lane loads one 16-byte piece (8 elements) of a group
 //   straight into registers; G / 8 lanes share a group. Most parallelism, least latency.
@@ -26,7 +28,8 @@
 #include "../common/exact_division.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
-#include "per_token_group_quant_launch.h"
+#include "../../common/silu.h"
+#include "group_quant_launch.h"
 #include "quant_heuristics.h"
 
 namespace lowbit::cuda {
@@ -35,7 +38,10 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kElementsPerVector = 8;
-constexpr int kStages = 4;
+// Shared-memory stages of the pipelined kernel: 4 x 16 KB for one operand (bf16), 3 x 32 KB for
+// the two operands of silu_and_mul_quant, so two blocks fit on an SM either way.
+template <bool kSiluMul>
+inline constexpr int kStages = kSiluMul ? 3 : 4;
 
 struct KernelParams {
   const char* input;  // bytes
@@ -53,10 +59,38 @@ struct KernelParams {
   float amax_bound;
   float qmax;
   bool power_of_two_scale;
+  std::int64_t up_offset_bytes;  // silu_mul: the up value of column c is this far past gate c
+  bool clamp;
+  float limit;
 };
 
 template <typename InTag>
 inline constexpr int kInputBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
+
+// 8 consecutive values of x: loaded as is, or silu(gate) * up with up `up_offset` bytes further.
+template <bool kSiluMul, bool kShared, typename InTag>
+__device__ __forceinline__ void load8_values(InTag tag, const char* pointer,
+                                             std::int64_t up_offset, const KernelParams& p,
+                                             float (&x)[kElementsPerVector]) {
+  auto load = [&](const char* at, float (&values)[kElementsPerVector]) {
+    if constexpr (kShared) {
+      load8_shared_as_float(tag, at, values);
+    } else {
+      load8_as_float(tag, at, values);
+    }
+  };
+  if constexpr (kSiluMul) {
+    float up[kElementsPerVector];
+    load(pointer, x);
+    load(pointer + up_offset, up);
+#pragma unroll
+    for (int i = 0; i < kElementsPerVector; ++i) {
+      x[i] = detail::silu_mul(x[i], up[i], p.clamp, p.limit);
+    }
+  } else {
+    load(pointer, x);
+  }
+}
 
 // Reduces the amax over a group's lanes, then scales, divides and stores this lane's pieces.
 // Every lane of the warp must call it (shuffles use the full mask); inactive lanes hold zeros.
@@ -95,8 +129,8 @@ __device__ __forceinline__ void quantize_group_slice(const KernelParams& p,
 }
 
 // ---- direct kernel: one piece per lane, loads straight from global memory --------------------
-template <typename InTag, typename OutTag, int kGroup>
-__global__ void __launch_bounds__(kThreads) per_token_group_quant_direct(KernelParams p) {
+template <typename InTag, typename OutTag, int kGroup, bool kSiluMul>
+__global__ void __launch_bounds__(kThreads) group_quant_direct(KernelParams p) {
   constexpr int kLanes = kGroup / kElementsPerVector;
   const int lane = threadIdx.x % kLanes;
   const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
@@ -108,8 +142,9 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_direct(KernelP
   if (active) {
     const std::int64_t column = static_cast<std::int64_t>(group_in_row) * kGroup +
                                 lane * kElementsPerVector;
-    load8_as_float(InTag{}, p.input + row * p.input_row_bytes + column * kInputBytes<InTag>,
-                   x[0]);
+    load8_values<kSiluMul, false>(
+        InTag{}, p.input + row * p.input_row_bytes + column * kInputBytes<InTag>,
+        p.up_offset_bytes, p, x[0]);
   }
   quantize_group_slice<OutTag, kGroup, kLanes, 1>(p, x, active, row, group_in_row, lane);
 }
@@ -130,19 +165,24 @@ struct PipelineShape {
   static constexpr int kTileCols = kTileElements / kTileRows;
 };
 
-template <typename InTag, int kGroup>
+template <typename InTag, int kGroup, bool kSiluMul>
 constexpr int pipeline_shared_bytes() {
-  return kStages * PipelineShape<kGroup>::kTileElements * kInputBytes<InTag>;
+  return kStages<kSiluMul> * (kSiluMul ? 2 : 1) * PipelineShape<kGroup>::kTileElements *
+         kInputBytes<InTag>;
 }
 
-template <typename InTag, typename OutTag, int kGroup>
-__global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(KernelParams p) {
+template <typename InTag, typename OutTag, int kGroup, bool kSiluMul>
+__global__ void __launch_bounds__(kThreads) group_quant_pipelined(KernelParams p) {
   using Shape = PipelineShape<kGroup>;
   constexpr int kInBytes = kInputBytes<InTag>;
-  constexpr int kTileBytes = Shape::kTileElements * kInBytes;
+  constexpr int kStageCount = kStages<kSiluMul>;
+  constexpr int kOperands = kSiluMul ? 2 : 1;           // gate and up tiles
+  constexpr int kOperandBytes = Shape::kTileElements * kInBytes;
+  constexpr int kTileBytes = kOperands * kOperandBytes;
   constexpr int kRowBytes = Shape::kTileCols * kInBytes;  // one tile row in shared memory
-  extern __shared__ __align__(128) char stage_memory[];  // [kStages][kTileRows][kTileCols]
-  __shared__ std::uint64_t tile_ready[kStages];
+  // [kStageCount][kOperands][kTileRows][kTileCols]
+  extern __shared__ __align__(128) char stage_memory[];
+  __shared__ std::uint64_t tile_ready[kStageCount];
 
   const std::uint32_t col_tiles = (p.cols + Shape::kTileCols - 1) / Shape::kTileCols;
   const std::uint32_t row_bands = (p.rows + kTileRows - 1) / kTileRows;
@@ -162,19 +202,22 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
   auto issue = [&](std::uint32_t tile, int stage) {  // thread 0 only
     const Tile t = locate(tile);
     const std::uint32_t row_bytes = t.columns * kInBytes;
-    mbarrier_arrive_expect_bytes(&tile_ready[stage], row_bytes * t.rows);
-    for (std::uint32_t r = 0; r < t.rows; ++r) {
-      bulk_copy_to_shared(stage_memory + stage * kTileBytes + r * kRowBytes,
-                          p.input + (t.first_row + r) * p.input_row_bytes +
-                              static_cast<std::int64_t>(t.first_column) * kInBytes,
-                          row_bytes, &tile_ready[stage]);
+    mbarrier_arrive_expect_bytes(&tile_ready[stage], row_bytes * t.rows * kOperands);
+    for (int operand = 0; operand < kOperands; ++operand) {
+      for (std::uint32_t r = 0; r < t.rows; ++r) {
+        bulk_copy_to_shared(
+            stage_memory + stage * kTileBytes + operand * kOperandBytes + r * kRowBytes,
+            p.input + (t.first_row + r) * p.input_row_bytes + operand * p.up_offset_bytes +
+                static_cast<std::int64_t>(t.first_column) * kInBytes,
+            row_bytes, &tile_ready[stage]);
+      }
     }
   };
 
   if (threadIdx.x == 0) {
-    for (int stage = 0; stage < kStages; ++stage) mbarrier_init(&tile_ready[stage], 1);
+    for (int stage = 0; stage < kStageCount; ++stage) mbarrier_init(&tile_ready[stage], 1);
     fence_barrier_init();
-    for (int stage = 0; stage < kStages; ++stage) {
+    for (int stage = 0; stage < kStageCount; ++stage) {
       const std::uint32_t tile = blockIdx.x + stage * gridDim.x;
       if (tile < num_tiles) issue(tile, stage);
     }
@@ -187,9 +230,9 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
   const std::uint32_t tile_group = group_index / kTileRows;
   std::uint32_t iteration = 0;
   for (std::uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++iteration) {
-    const int stage = iteration % kStages;
+    const int stage = iteration % kStageCount;
     const Tile t = locate(tile);
-    mbarrier_wait(&tile_ready[stage], (iteration / kStages) & 1);
+    mbarrier_wait(&tile_ready[stage], (iteration / kStageCount) & 1);
 
     const bool active = tile_row < t.rows && tile_group * kGroup < t.columns;
     const char* group_data = stage_memory + stage * kTileBytes + tile_row * kRowBytes +
@@ -198,31 +241,31 @@ __global__ void __launch_bounds__(kThreads) per_token_group_quant_pipelined(Kern
     if (active) {
 #pragma unroll
       for (int j = 0; j < Shape::kVectors; ++j) {
-        load8_shared_as_float(
+        load8_values<kSiluMul, true>(
             InTag{}, group_data + (j * Shape::kLanes + lane) * kElementsPerVector * kInBytes,
-            x[j]);
+            kOperandBytes, p, x[j]);
       }
     }
     __syncthreads();  // the stage is consumed: it may be refilled
-    if (threadIdx.x == 0 && tile + kStages * gridDim.x < num_tiles) {
-      issue(tile + kStages * gridDim.x, stage);
+    if (threadIdx.x == 0 && tile + kStageCount * gridDim.x < num_tiles) {
+      issue(tile + kStageCount * gridDim.x, stage);
     }
     quantize_group_slice<OutTag, kGroup, Shape::kLanes, Shape::kVectors>(
         p, x, active, t.first_row + tile_row, t.first_column / kGroup + tile_group, lane);
   }
 }
 
-template <typename InTag, typename OutTag, int kGroup>
+template <typename InTag, typename OutTag, int kGroup, bool kSiluMul>
 void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cudaStream_t stream,
                       const char* op) {
   using Shape = PipelineShape<kGroup>;
-  constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup>();
-  auto kernel = per_token_group_quant_pipelined<InTag, OutTag, kGroup>;
+  constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup, kSiluMul>();
+  auto kernel = group_quant_pipelined<InTag, OutTag, kGroup, kSiluMul>;
   // Opting in to > 48 KB of dynamic shared memory is per kernel and idempotent: do it once.
   static const cudaError_t opt_in =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   check_cuda(opt_in, op, "cudaFuncSetAttribute");
-  // Up to 3 x 64 KB of stages per SM for 16-bit inputs (228 KB available), 1 x 128 KB for fp32.
+  // Up to 3 x 64 KB of stages per SM (228 KB available); fp32 inputs fit one 128 KB block.
   const int fitting_blocks = (220 * 1024) / kSharedBytes;
   const int blocks_on_sm = blocks_per_sm < fitting_blocks ? blocks_per_sm : fitting_blocks;
   const std::int64_t tiles =
@@ -234,11 +277,11 @@ void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cu
 
 }  // namespace
 
-void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaStream_t stream) {
-  constexpr const char* kOp = "per_token_group_quant";
+void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStream_t stream) {
   const std::int64_t groups_per_row = params.cols / params.group_size;
   const std::int64_t total_groups = params.rows * groups_per_row;
   if (total_groups == 0) return;
+  const std::int64_t element_bytes = static_cast<std::int64_t>(dtype_size(params.input_dtype));
 
   KernelParams p;
   p.input = static_cast<const char*>(params.input);
@@ -248,8 +291,7 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   p.cols = static_cast<std::uint32_t>(params.cols);
   p.total_groups = static_cast<std::uint32_t>(total_groups);
   p.groups_per_row = static_cast<std::uint32_t>(groups_per_row);
-  p.input_row_bytes =
-      params.input_row_stride * static_cast<std::int64_t>(dtype_size(params.input_dtype));
+  p.input_row_bytes = params.input_row_stride * element_bytes;
   p.output_row_bytes = params.output_row_stride;  // 1-byte outputs
   p.scale_stride_row = params.scale_stride_row;
   p.scale_stride_group = params.scale_stride_group;
@@ -257,31 +299,43 @@ void launch_per_token_group_quant(const PerTokenGroupQuantParams& params, cudaSt
   p.amax_bound = params.amax_bound;
   p.qmax = params.output_dtype == DType::kFP8E4M3 ? kFP8E4M3Max : kInt8Max;
   p.power_of_two_scale = params.power_of_two_scale;
+  p.up_offset_bytes = params.silu_mul ? params.cols * element_bytes : 0;
+  p.clamp = params.clamp;
+  p.limit = params.limit;
 
-  const int sm_count = current_device_sm_count(kOp);
-  const std::int64_t input_bytes =
-      params.rows * params.cols * static_cast<std::int64_t>(dtype_size(params.input_dtype));
+  const int sm_count = current_device_sm_count(op);
+  const std::int64_t input_bytes = params.rows * params.cols * element_bytes * (params.silu_mul ? 2 : 1);
   const GroupQuantConfig config =
-      choose_group_quant_config(kOp, input_bytes, total_groups, params.group_size, sm_count);
+      choose_group_quant_config(op, input_bytes, total_groups, params.group_size, sm_count);
 
-  dispatch_float_input(kOp, params.input_dtype, [&](auto in_tag) {
-    dispatch_quantized_output(kOp, params.output_dtype, [&](auto out_tag) {
-      dispatch_group_size(kOp, params.group_size, [&](auto group) {
-        using In = decltype(in_tag);
-        using Out = decltype(out_tag);
-        constexpr int kGroup = decltype(group)::value;
-        if (config.kernel == GroupQuantKernel::kPipelined) {
-          launch_pipelined<In, Out, kGroup>(p, sm_count, config.blocks_per_sm, stream, kOp);
-        } else {
-          const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
-          const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
-          per_token_group_quant_direct<In, Out, kGroup>
-              <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
-        }
-      });
+  auto launch = [&](auto in_tag, auto out_tag, auto group, auto silu_mul) {
+    using In = decltype(in_tag);
+    using Out = decltype(out_tag);
+    constexpr int kGroup = decltype(group)::value;
+    constexpr bool kSiluMul = decltype(silu_mul)::value;
+    if (config.kernel == GroupQuantKernel::kPipelined) {
+      launch_pipelined<In, Out, kGroup, kSiluMul>(p, sm_count, config.blocks_per_sm, stream, op);
+    } else {
+      const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
+      const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
+      group_quant_direct<In, Out, kGroup, kSiluMul>
+          <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
+    }
+  };
+  dispatch_quantized_output(op, params.output_dtype, [&](auto out_tag) {
+    dispatch_group_size(op, params.group_size, [&](auto group) {
+      if (params.silu_mul) {
+        dispatch_half_input(op, params.input_dtype, [&](auto in_tag) {
+          launch(in_tag, out_tag, group, std::true_type{});
+        });
+      } else {
+        dispatch_float_input(op, params.input_dtype, [&](auto in_tag) {
+          launch(in_tag, out_tag, group, std::false_type{});
+        });
+      }
     });
   });
-  check_launch(kOp);
+  check_launch(op);
 }
 
 }  // namespace lowbit::cuda

@@ -1,0 +1,89 @@
+// silu_and_mul for sm_90a: out[t, c] = silu(in[t, c]) * in[t, H + c] rounded once to bf16/fp16
+// (recipe: docs/activation.md; bit-identical to src/reference/activation.cpp).
+// Memory-bound and elementwise: each thread handles kVectors x 8 consecutive outputs with
+// 16-byte loads of gate and up issued before any math, and 16-byte stores.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../../common/silu.h"
+#include "../common/check.cuh"
+#include "../common/dispatch.cuh"
+#include "../common/vector_io.cuh"
+#include "lowbit/formats.h"
+#include "silu_and_mul_launch.h"
+
+namespace lowbit::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kVectors = 2;  // 8-element pieces per thread
+constexpr int kElements = 8;
+
+__device__ __forceinline__ std::uint32_t pack_pair(Bf16Tag, float a, float b) {
+  return static_cast<std::uint32_t>(float_to_bf16(a)) |
+         (static_cast<std::uint32_t>(float_to_bf16(b)) << 16);
+}
+
+__device__ __forceinline__ std::uint32_t pack_pair(Fp16Tag, float a, float b) {
+  return static_cast<std::uint32_t>(float_to_fp16(a)) |
+         (static_cast<std::uint32_t>(float_to_fp16(b)) << 16);
+}
+
+template <typename InTag, typename OutTag>
+__global__ void __launch_bounds__(kThreads)
+    silu_and_mul_kernel(SiluAndMulParams p, std::int64_t pieces_per_row, std::int64_t total) {
+  constexpr int kInBytes = 2;
+  const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x);
+  float gate[kVectors][kElements];
+  float up[kVectors][kElements];
+  std::int64_t row[kVectors], col[kVectors];
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v) {
+    // Piece index strided by the grid's thread count: a warp's pieces stay contiguous.
+    const std::int64_t piece = first + static_cast<std::int64_t>(v) * gridDim.x * kThreads;
+    row[v] = piece < total ? piece / pieces_per_row : -1;
+    col[v] = piece < total ? (piece - row[v] * pieces_per_row) * kElements : 0;
+    if (row[v] >= 0) {
+      const char* at = static_cast<const char*>(p.input) +
+                       (row[v] * p.input_row_stride + col[v]) * kInBytes;
+      load8_as_float(InTag{}, at, gate[v]);
+      load8_as_float(InTag{}, at + p.cols * kInBytes, up[v]);
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v) {
+    if (row[v] < 0) continue;
+    std::uint32_t words[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      words[i] = pack_pair(OutTag{}, detail::silu_mul(gate[v][2 * i], up[v][2 * i], p.clamp, p.limit),
+                           detail::silu_mul(gate[v][2 * i + 1], up[v][2 * i + 1], p.clamp, p.limit));
+    }
+    char* out = static_cast<char*>(p.output) + (row[v] * p.output_row_stride + col[v]) * 2;
+    *reinterpret_cast<uint4*>(out) = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+
+}  // namespace
+
+void launch_silu_and_mul(const char* op, const SiluAndMulParams& params, cudaStream_t stream) {
+  const std::int64_t pieces_per_row = params.cols / kElements;
+  const std::int64_t total = params.rows * pieces_per_row;
+  if (total == 0) return;
+  const std::int64_t threads_needed = (total + kVectors - 1) / kVectors;
+  const std::int64_t blocks = (threads_needed + kThreads - 1) / kThreads;
+  dispatch_half_input(op, params.input_dtype, [&](auto in_tag) {
+    if (params.output_dtype == DType::kBF16) {
+      silu_and_mul_kernel<decltype(in_tag), Bf16Tag>
+          <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(params, pieces_per_row, total);
+    } else {
+      silu_and_mul_kernel<decltype(in_tag), Fp16Tag>
+          <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(params, pieces_per_row, total);
+    }
+  });
+  check_launch(op);
+}
+
+}  // namespace lowbit::cuda
