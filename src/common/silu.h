@@ -4,6 +4,7 @@
 // last bits). Recipe: docs/activation.md.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "lowbit/formats.h"
@@ -42,19 +43,23 @@ LOWBIT_HOST_DEVICE float fma_rn(float a, float b, float c) {
 #endif
 }
 
-// e^x for float32 within 2 ulp (tests/cpu/test_silu.cpp measures it against double exp):
-// x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor polynomial in Horner form, then
-// scaled by 2^n in two exact power-of-two steps (so subnormal results round once).
+// e^x for float32 within 1 ulp over the normal range (tests/cpu/test_activation.cpp measures it
+// against double exp), branch-free: x is clamped to [-151, 129] * ln2 so that overflow and
+// underflow come out of the final multiplies (Inf, subnormals, 0); x = n ln2 + r with
+// |r| <= ln2/2, n read off the bits of a magic-number addition; e^r by a degree-7 Taylor
+// polynomial in Horner form; then two exact power-of-two multiplies by 2^(n/2) and 2^(n-n/2),
+// so a subnormal result is rounded once. NaN input gives an unspecified number (silu_mul
+// propagates NaN through its other operands).
 LOWBIT_HOST_DEVICE float exp_f32(float x) {
-  if (x != x) return x;
-  if (x > 88.8f) return bits_float(0x7F800000u);
-  if (x < -104.0f) return 0.0f;
   const float kLog2e = 1.44269502f;
-  const float kLn2High = 0.693145752f;          // 0x3F317200: exact in 16 bits
-  const float kLn2Low = 1.42860677e-06f;        // ln2 - kLn2High
-  const float kRoundMagic = 12582912.0f;        // 1.5 * 2^23: adding it rounds to an integer
-  const float n_float = add_rn(add_rn(mul_rn(x, kLog2e), kRoundMagic), -kRoundMagic);
-  const int n = static_cast<int>(n_float);
+  const float kLn2High = 0.693145752f;    // 0x3F317200: exact in 16 bits
+  const float kLn2Low = 1.42860677e-06f;  // ln2 - kLn2High
+  const float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  x = fmaxf(x, -104.664f);  // -151 ln2: e^x rounds to 0 below here
+  x = fminf(x, 89.4159f);   // 129 ln2: e^x overflows to Inf above here
+  const float shifted = add_rn(mul_rn(x, kLog2e), kRoundMagic);
+  const int n = static_cast<int>(float_bits(shifted) - float_bits(kRoundMagic));
+  const float n_float = add_rn(shifted, -kRoundMagic);
   const float r = fma_rn(-n_float, kLn2Low, fma_rn(-n_float, kLn2High, x));
   float p = 1.0f / 5040.0f;
   p = fma_rn(p, r, 1.0f / 720.0f);
@@ -64,7 +69,7 @@ LOWBIT_HOST_DEVICE float exp_f32(float x) {
   p = fma_rn(p, r, 0.5f);
   p = fma_rn(p, r, 1.0f);
   p = fma_rn(p, r, 1.0f);
-  const int first = n / 2;
+  const int first = n >> 1;  // floor(n / 2): both halves stay within [-75, 65]
   const int second = n - first;
   p = mul_rn(p, bits_float(static_cast<std::uint32_t>(first + 127) << 23));
   return mul_rn(p, bits_float(static_cast<std::uint32_t>(second + 127) << 23));

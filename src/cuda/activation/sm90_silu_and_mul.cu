@@ -21,14 +21,20 @@ constexpr int kThreads = 256;
 constexpr int kVectors = 2;  // 8-element pieces per thread
 constexpr int kElements = 8;
 
+// Hardware round-to-nearest-even conversions (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32), equal to
+// lowbit::float_to_bf16 / float_to_fp16 for every float32 (tests/gpu/test_formats_gpu.cu).
 __device__ __forceinline__ std::uint32_t pack_pair(Bf16Tag, float a, float b) {
-  return static_cast<std::uint32_t>(float_to_bf16(a)) |
-         (static_cast<std::uint32_t>(float_to_bf16(b)) << 16);
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(a, b);  // a in the low half
+  std::uint32_t word;
+  memcpy(&word, &pair, sizeof(word));
+  return word;
 }
 
 __device__ __forceinline__ std::uint32_t pack_pair(Fp16Tag, float a, float b) {
-  return static_cast<std::uint32_t>(float_to_fp16(a)) |
-         (static_cast<std::uint32_t>(float_to_fp16(b)) << 16);
+  const __half2 pair = __floats2half2_rn(a, b);
+  std::uint32_t word;
+  memcpy(&word, &pair, sizeof(word));
+  return word;
 }
 
 template <typename InTag, typename OutTag>
