@@ -16,8 +16,10 @@ struct GroupQuantConfig {
   int blocks_per_sm;      // pipelined: persistent blocks per SM (capped by shared memory)
 };
 
+// compute_heavy: the values are computed per element (silu_and_mul_quant), which makes the
+// kernel issue-bound rather than latency-bound.
 GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_bytes,
                                            std::int64_t total_groups, int group_size,
-                                           int sm_count);
+                                           bool compute_heavy, int sm_count);
 
 }  // namespace lowbit::cuda

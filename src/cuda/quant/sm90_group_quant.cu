@@ -306,7 +306,8 @@ void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStre
   const int sm_count = current_device_sm_count(op);
   const std::int64_t input_bytes = params.rows * params.cols * element_bytes * (params.silu_mul ? 2 : 1);
   const GroupQuantConfig config =
-      choose_group_quant_config(op, input_bytes, total_groups, params.group_size, sm_count);
+      choose_group_quant_config(op, input_bytes, total_groups, params.group_size,
+                                params.silu_mul, sm_count);
 
   auto launch = [&](auto in_tag, auto out_tag, auto group, auto silu_mul) {
     using In = decltype(in_tag);
