@@ -4,6 +4,9 @@
 //   per_token_group_quant  bf16 -> fp8/int8, group 128: read 2MK, write MK + scales
 //   silu_and_mul_quant     bf16 [T, 2H] -> fp8, group 128: read 4TH, write TH + scales
 //   silu_and_mul           bf16 [T, 2H] -> bf16 [T, H]: read 4TH, write 2TH
+//   per_token_quant        bf16 -> fp8 (and asymmetric int8): read 2MK, write MK + scales
+//   per_tensor_quant       bf16 -> fp8, static and dynamic: read 2MK, write MK (the dynamic
+//                          path reads the input twice; the count still says once)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -152,6 +155,52 @@ nlohmann::json bench_silu_and_mul(const Context& ctx, std::int64_t t, std::int64
       });
 }
 
+enum class RowOp { kPerToken, kAsymmetric, kPerTensorStatic, kPerTensorDynamic };
+
+nlohmann::json bench_row_quant(const Context& ctx, RowOp op, std::int64_t m, std::int64_t k) {
+  static const char* const kNames[] = {"per_token_quant", "per_token_asym_int8",
+                                       "per_tensor_static", "per_tensor_dynamic"};
+  const char* name = kNames[static_cast<int>(op)];
+  const bool asymmetric = op == RowOp::kAsymmetric;
+  const std::int64_t in_bytes = m * k * 2, out_bytes = m * k;
+  const std::int64_t side_bytes = op == RowOp::kPerToken ? m * 4 : (asymmetric ? m * 8 : 4);
+  char label[160];
+  std::snprintf(label, sizeof(label), "%-20s %6lld %6lld %-12s %-4s", name,
+                static_cast<long long>(m), static_cast<long long>(k), "-",
+                asymmetric ? "int8" : "fp8");
+  return time_memory_bound(
+      ctx, {{"op", name}, {"m", m}, {"k", k}, {"input", "bf16"}, {"output", asymmetric ? "int8" : "fp8_e4m3fn"}},
+      label, in_bytes + out_bytes + side_bytes, in_bytes + out_bytes + side_bytes,
+      [&](BufferSet& set, int index) {
+        void* in = set.allocate(in_bytes);
+        fill_random_activations(in, m * k, 2, 4321 + index);
+        const TensorView input = TensorView::contiguous(in, DType::kBF16, {m, k}, Device::kCUDA);
+        const TensorView output = TensorView::contiguous(
+            set.allocate(out_bytes), asymmetric ? DType::kInt8 : DType::kFP8E4M3, {m, k}, Device::kCUDA);
+        if (op == RowOp::kPerToken) {
+          PerTokenQuantArgs args{input, output,
+                                 TensorView::contiguous(set.allocate(m * 4), DType::kFP32, {m}, Device::kCUDA)};
+          set.launch = [args] { per_token_quant(args); };
+        } else if (asymmetric) {
+          PerTokenAsymmetricInt8QuantArgs args{
+              input, output, TensorView::contiguous(set.allocate(m * 4), DType::kFP32, {m}, Device::kCUDA),
+              TensorView::contiguous(set.allocate(m * 4), DType::kInt32, {m}, Device::kCUDA)};
+          set.launch = [args] { per_token_asymmetric_int8_quant(args); };
+        } else {
+          PerTensorQuantArgs args;
+          args.input = input;
+          args.output = output;
+          void* scale = set.allocate(4);
+          const float one = 0.05f;
+          check(cudaMemcpy(scale, &one, 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+          args.scale = TensorView::contiguous(scale, DType::kFP32, {1}, Device::kCUDA);
+          args.dynamic = op == RowOp::kPerTensorDynamic;
+          args.workspace = TensorView::contiguous(set.allocate(4), DType::kUInt8, {4}, Device::kCUDA);
+          set.launch = [args] { per_tensor_quant(args); };
+        }
+      });
+}
+
 }  // namespace
 
 int run_quant_bench(const BenchOptions& options) {
@@ -189,6 +238,12 @@ int run_quant_bench(const BenchOptions& options) {
   }
   for (std::int64_t h : {7168, 18432}) {
     for (std::int64_t t : {16, 4096, 16384}) results.push_back(bench_silu_and_mul(ctx, t, h));
+  }
+  for (RowOp op : {RowOp::kPerToken, RowOp::kAsymmetric, RowOp::kPerTensorStatic,
+                   RowOp::kPerTensorDynamic}) {
+    for (std::int64_t k : {7168, 18432}) {
+      for (std::int64_t m : {16, 4096, 16384}) results.push_back(bench_row_quant(ctx, op, m, k));
+    }
   }
   if (!options.json_path.empty()) {
     nlohmann::json report = {{"benchmark", "quant"},

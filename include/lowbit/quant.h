@@ -46,4 +46,48 @@ struct PerTokenGroupQuantArgs {
 // Host tensors run the CPU reference; CUDA tensors run the sm_90a kernel on `stream`.
 void per_token_group_quant(const PerTokenGroupQuantArgs& args, cudaStream_t stream = nullptr);
 
+// Per-token (per-row) dynamic quantization: the group recipe above with one group per row
+// (group = K): s = max(min(amax_row, scale_ub), eps) / qmax, q = saturate(round_half_even(x / s)).
+struct PerTokenQuantArgs {
+  TensorView input;   // [M, K] bf16 | fp16 | fp32, unit column stride, row stride >= K
+  TensorView output;  // [M, K] fp8_e4m3fn | int8, unit column stride, row stride >= K
+  TensorView scales;  // [M] fp32, contiguous
+  float eps = 1e-10f;
+  std::optional<float> scale_ub;
+};
+void per_token_quant(const PerTokenQuantArgs& args, cudaStream_t stream = nullptr);
+
+// Asymmetric int8 per token (the activation side of the scaled GEMM's azp epilogues):
+//   lo, hi = min(0, row min), max(0, row max) (NaN excluded)   s = max((hi - lo) / 255, eps)
+//   zp = round_half_even(-128 - lo / s)            q = clamp(round_half_even(x / s) + zp, -128, 127)
+// so that x ~= (q - zp) * s. docs/quant.md spells out each float32 step.
+struct PerTokenAsymmetricInt8QuantArgs {
+  TensorView input;        // [M, K] bf16 | fp16 | fp32
+  TensorView output;       // [M, K] int8
+  TensorView scales;       // [M] fp32
+  TensorView zero_points;  // [M] int32
+  float eps = 1e-10f;
+};
+void per_token_asymmetric_int8_quant(const PerTokenAsymmetricInt8QuantArgs& args,
+                                     cudaStream_t stream = nullptr);
+
+// Per-tensor quantization, one scale for the whole tensor.
+//   static  (dynamic = false): `scale` holds s (written by the caller; > 0 and finite).
+//   dynamic (dynamic = true):  s = max(min(amax, scale_ub), eps) / qmax over the tensor, written
+//                              to `scale`. On CUDA it runs as two passes (amax, then quantize)
+//                              with no host synchronization and needs per_tensor_quant_workspace_bytes()
+//                              bytes of device `workspace`.
+// Then q = saturate(round_half_even(x / s)).
+struct PerTensorQuantArgs {
+  TensorView input;      // [M, K] bf16 | fp16 | fp32, unit column stride, row stride >= K
+  TensorView output;     // [M, K] fp8_e4m3fn | int8
+  TensorView scale;      // [1] fp32 (an input when static, an output when dynamic)
+  bool dynamic = false;
+  float eps = 1e-10f;
+  std::optional<float> scale_ub;  // dynamic only
+  TensorView workspace;  // dynamic on CUDA: >= per_tensor_quant_workspace_bytes() bytes (uint8)
+};
+std::int64_t per_tensor_quant_workspace_bytes();
+void per_tensor_quant(const PerTensorQuantArgs& args, cudaStream_t stream = nullptr);
+
 }  // namespace lowbit

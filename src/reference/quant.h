@@ -18,6 +18,9 @@ GroupQuantRecipe recipe_of(int group_size, DType output_dtype, float eps,
                            const std::optional<float>& scale_ub, bool power_of_two_scale);
 
 void per_token_group_quant(const PerTokenGroupQuantArgs& args);
+void per_token_quant(const PerTokenQuantArgs& args);
+void per_token_asymmetric_int8_quant(const PerTokenAsymmetricInt8QuantArgs& args);
+void per_tensor_quant(const PerTensorQuantArgs& args);
 void silu_and_mul(const SiluAndMulArgs& args);
 void silu_and_mul_quant(const SiluAndMulQuantArgs& args);
 

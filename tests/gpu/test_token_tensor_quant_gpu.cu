@@ -1,0 +1,219 @@
+// per_token_quant, per_token_asymmetric_int8_quant and per_tensor_quant (static and dynamic) on
+// device tensors against the CPU reference, bit for bit, on fresh random data with outputs
+// poisoned twice; model widths, dtypes, strided rows, > 2^31 elements, CUDA-graph capture.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "common/device_buffer.cuh"
+#include "common/test_data.h"
+#include "lowbit/formats.h"
+#include "lowbit/quant.h"
+
+namespace lowbit {
+namespace {
+
+using testing::DeviceBuffer;
+
+enum class Op { kPerToken, kAsymmetric, kPerTensorStatic, kPerTensorDynamic };
+
+struct Case {
+  Op op = Op::kPerToken;
+  std::int64_t rows = 1, cols = 2048;
+  DType input_dtype = DType::kBF16;
+  DType output_dtype = DType::kFP8E4M3;
+  std::int64_t input_pad = 0, output_pad = 0;
+  std::optional<float> scale_ub;
+
+  std::string describe() const {
+    std::ostringstream out;
+    out << "op " << static_cast<int>(op) << " M=" << rows << " K=" << cols << " "
+        << dtype_name(input_dtype) << "->" << dtype_name(output_dtype) << " pads " << input_pad
+        << "/" << output_pad << " ub=" << scale_ub.value_or(0.0f);
+    return out.str();
+  }
+};
+
+std::uint64_t salt = 5000;
+
+// Runs the op with views over `input`, `output`, `scales` (and zero points), host or device.
+void run_op(const Case& c, Device device, void* input, void* output, void* scales, void* zero_points,
+            void* workspace) {
+  const std::int64_t in_stride = c.cols + c.input_pad, out_stride = c.cols + c.output_pad;
+  const TensorView in = TensorView::strided(input, c.input_dtype, {c.rows, c.cols}, {in_stride, 1}, device);
+  const TensorView out = TensorView::strided(output, c.output_dtype, {c.rows, c.cols}, {out_stride, 1}, device);
+  switch (c.op) {
+    case Op::kPerToken: {
+      PerTokenQuantArgs a{in, out, TensorView::contiguous(scales, DType::kFP32, {c.rows}, device)};
+      a.scale_ub = c.scale_ub;
+      return per_token_quant(a);
+    }
+    case Op::kAsymmetric: {
+      PerTokenAsymmetricInt8QuantArgs a{in, out,
+                                        TensorView::contiguous(scales, DType::kFP32, {c.rows}, device),
+                                        TensorView::contiguous(zero_points, DType::kInt32, {c.rows}, device)};
+      return per_token_asymmetric_int8_quant(a);
+    }
+    default: {
+      PerTensorQuantArgs a;
+      a.input = in;
+      a.output = out;
+      a.scale = TensorView::contiguous(scales, DType::kFP32, {1}, device);
+      a.dynamic = c.op == Op::kPerTensorDynamic;
+      a.scale_ub = c.scale_ub;
+      a.workspace = TensorView::contiguous(workspace, DType::kUInt8, {4}, device);
+      return per_tensor_quant(a);
+    }
+  }
+}
+
+void run_case(const Case& c) {
+  SCOPED_TRACE(c.describe());
+  const std::int64_t in_stride = c.cols + c.input_pad, out_stride = c.cols + c.output_pad;
+  const bool per_tensor = c.op == Op::kPerTensorStatic || c.op == Op::kPerTensorDynamic;
+  const std::int64_t scale_count = per_tensor ? 1 : c.rows;
+  const auto input = testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, salt++);
+  std::vector<std::uint8_t> ref_out(c.rows * out_stride, 0);
+  std::vector<float> ref_scales(scale_count, 0.37f);  // the static scale
+  std::vector<std::int32_t> ref_zp(c.rows, 0);
+  if (per_tensor) {
+    run_op(c, Device::kCPU, const_cast<std::uint8_t*>(input.data()), ref_out.data(), ref_scales.data(),
+           nullptr, nullptr);
+  } else {
+    testing::parallel_for(c.rows, [&](std::int64_t begin, std::int64_t end) {
+      Case slice = c;
+      slice.rows = end - begin;
+      run_op(slice, Device::kCPU,
+             const_cast<std::uint8_t*>(input.data()) + begin * in_stride * dtype_size(c.input_dtype),
+             ref_out.data() + begin * out_stride, ref_scales.data() + begin, ref_zp.data() + begin,
+             nullptr);
+    });
+  }
+
+  DeviceBuffer d_in(input.size()), d_out(c.rows * out_stride), d_scales(scale_count * 4),
+      d_zp(c.rows * 4), d_ws(4);
+  d_in.upload(input);
+  for (std::uint8_t poison : {std::uint8_t{0x7F}, std::uint8_t{0xA5}}) {
+    d_out.fill_byte(poison);
+    if (c.op == Op::kPerTensorStatic) {
+      d_scales.upload(std::vector<float>{0.37f});
+    } else {
+      d_scales.fill_byte(poison);
+    }
+    d_zp.fill_byte(poison);
+    d_ws.fill_byte(poison);  // the dynamic path must zero its workspace itself
+    run_op(c, Device::kCUDA, d_in.data(), d_out.data(), d_scales.data(), d_zp.data(), d_ws.data());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto out = d_out.download<std::uint8_t>();
+    std::int64_t bad = 0;
+    for (std::int64_t m = 0; m < c.rows; ++m) {
+      for (std::int64_t k = 0; k < out_stride; ++k) {
+        const std::uint8_t got = out[m * out_stride + k];
+        const std::uint8_t want = k < c.cols ? ref_out[m * out_stride + k] : poison;
+        if (got != want && ++bad <= 5) {
+          ADD_FAILURE() << "q[" << m << ", " << k << "] gpu 0x" << std::hex << int(got) << " ref 0x"
+                        << int(want);
+        }
+      }
+    }
+    ASSERT_EQ(bad, 0);
+    const auto scales = d_scales.download<std::uint32_t>();
+    for (std::int64_t i = 0; i < scale_count; ++i) {
+      ASSERT_EQ(scales[i], float_bits(ref_scales[i])) << "scale " << i;
+    }
+    if (c.op == Op::kAsymmetric) EXPECT_EQ(d_zp.download<std::int32_t>(), ref_zp);
+  }
+}
+
+TEST(TokenTensorQuantGpu, ModelWidthsAndTokenCounts) {
+  for (Op op : {Op::kPerToken, Op::kAsymmetric, Op::kPerTensorStatic, Op::kPerTensorDynamic}) {
+    for (std::int64_t k : {2048, 7168, 18432}) {
+      for (std::int64_t m : {1, 16, 129, 4096, 16384}) {
+        Case c;
+        c.op = op;
+        c.rows = m;
+        c.cols = k;
+        if (op == Op::kAsymmetric) c.output_dtype = DType::kInt8;
+        run_case(c);
+      }
+    }
+  }
+}
+
+TEST(TokenTensorQuantGpu, DtypesOptionsAndStrides) {
+  for (Op op : {Op::kPerToken, Op::kAsymmetric, Op::kPerTensorStatic, Op::kPerTensorDynamic}) {
+    for (DType in : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+      for (DType out : {DType::kFP8E4M3, DType::kInt8}) {
+        if (op == Op::kAsymmetric && out != DType::kInt8) continue;
+        for (int option = 0; option < 4; ++option) {
+          Case c;
+          c.op = op;
+          c.rows = 77;
+          c.cols = 1000;  // a multiple of 8, not of 128
+          c.input_dtype = in;
+          c.output_dtype = out;
+          if (option & 1) {
+            c.input_pad = 24;
+            c.output_pad = 8;
+          }
+          if ((option & 2) && (op == Op::kPerToken || op == Op::kPerTensorDynamic)) c.scale_ub = 2.5f;
+          run_case(c);
+        }
+      }
+    }
+  }
+}
+
+TEST(TokenTensorQuantGpu, MoreThan2To31Elements) {
+  for (Op op : {Op::kPerToken, Op::kPerTensorDynamic}) {
+    Case c;
+    c.op = op;
+    c.cols = 7168;
+    c.rows = (std::int64_t{1} << 31) / c.cols + 300;
+    run_case(c);
+  }
+}
+
+TEST(TokenTensorQuantGpu, DynamicPerTensorInACudaGraph) {
+  const std::int64_t m = 256, k = 4096;
+  DeviceBuffer d_in(m * k * 2), d_out(m * k), d_scale(4), d_ws(4);
+  PerTensorQuantArgs args;
+  args.input = TensorView::contiguous(d_in.data(), DType::kBF16, {m, k}, Device::kCUDA);
+  args.output = TensorView::contiguous(d_out.data(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+  args.scale = TensorView::contiguous(d_scale.data(), DType::kFP32, {1}, Device::kCUDA);
+  args.workspace = TensorView::contiguous(d_ws.data(), DType::kUInt8, {4}, Device::kCUDA);
+  args.dynamic = true;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  per_tensor_quant(args, stream);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {  // new data each replay: a new scale each time
+    const auto input = testing::random_activations(DType::kBF16, m, k, k, 9000 + replay);
+    d_in.upload(input);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    std::vector<std::uint8_t> ref(m * k);
+    std::vector<float> ref_scale(1);
+    PerTensorQuantArgs host = args;
+    host.input = TensorView::contiguous(const_cast<std::uint8_t*>(input.data()), DType::kBF16, {m, k});
+    host.output = TensorView::contiguous(ref.data(), DType::kFP8E4M3, {m, k});
+    host.scale = TensorView::contiguous(ref_scale.data(), DType::kFP32, {1});
+    per_tensor_quant(host);
+    EXPECT_EQ(d_out.download<std::uint8_t>(), ref);
+    EXPECT_EQ(d_scale.download<float>()[0], ref_scale[0]);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace lowbit
