@@ -106,22 +106,32 @@ __global__ void __launch_bounds__(kThreads)
   }
   const SharedDivisor divisor = make_shared_divisor(scale, amax);
 
-  // Pass 2: quantize (the row comes from L2).
-  for (int v = threadIdx.x; v < vectors; v += kThreads) {
-    float x[8], q[8];
-    load8_as_float(InTag{}, in + v * 8 * kInBytes<InTag>, x);
-    divide_group(x, divisor, q);
-    if constexpr (kAsymmetric) {
-      std::uint32_t words[2] = {0, 0};
+  // Pass 2: quantize (the row comes from L2), kUnroll loads in flight per thread as in pass 1.
+  for (int base = threadIdx.x; base < vectors; base += kThreads * kUnroll) {
+    float x[kUnroll][8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const std::uint32_t code =
-            static_cast<std::uint8_t>(detail::asymmetric_int8_code(q[i], zero_point));
-        words[i / 4] |= code << (8 * (i % 4));
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * kThreads;
+      if (v < vectors) load8_as_float(InTag{}, in + v * 8 * kInBytes<InTag>, x[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * kThreads;
+      if (v >= vectors) continue;
+      float q[8];
+      divide_group(x[u], divisor, q);
+      if constexpr (kAsymmetric) {
+        std::uint32_t words[2] = {0, 0};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const std::uint32_t code =
+              static_cast<std::uint8_t>(detail::asymmetric_int8_code(q[i], zero_point));
+          words[i / 4] |= code << (8 * (i % 4));
+        }
+        *reinterpret_cast<uint2*>(out + v * 8) = make_uint2(words[0], words[1]);
+      } else {
+        store8_quantized(OutTag{}, out + v * 8, q);
       }
-      *reinterpret_cast<uint2*>(out + v * 8) = make_uint2(words[0], words[1]);
-    } else {
-      store8_quantized(OutTag{}, out + v * 8, q);
     }
   }
 }
