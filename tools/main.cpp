@@ -18,7 +18,7 @@ void print_usage() {
       "                                           activation with per_token_group_quant on the GPU\n"
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
-      "  bench quant [--json FILE] [--quick]      per_token_group_quant benchmark vs copy bandwidth\n"
+      "  bench quant [--json FILE] [--quick]      activation quantization kernels vs copy bandwidth\n"
       "  help                                     this text\n");
 }
 
