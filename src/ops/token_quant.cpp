@@ -68,11 +68,11 @@ void check_scale_ub(const detail::ArgCheck& check, const std::optional<float>& s
   }
 }
 
+#if LOWBIT_WITH_CUDA
 float amax_bound(const std::optional<float>& scale_ub) {
   return scale_ub ? *scale_ub : std::numeric_limits<float>::infinity();
 }
 
-#if LOWBIT_WITH_CUDA
 cuda::RowQuantParams row_params(const TensorView& input, const TensorView& output, float eps) {
   return {input.data,        output.data,        input.shape[0], input.shape[1],
           input.strides[0],  output.strides[0],  input.dtype,    output.dtype,
