@@ -37,19 +37,12 @@ void silu_and_mul(const SiluAndMulArgs& args) {
 }
 
 void silu_and_mul_quant(const SiluAndMulQuantArgs& args) {
-  const std::int64_t rows = args.input.shape[0];
-  const std::int64_t cols = args.output.shape[1];
   const GroupQuantRecipe recipe = recipe_of(args.group_size, args.output.dtype, args.eps,
                                             args.scale_ub, args.power_of_two_scale);
-  const detail::ScaleStrides strides =
-      detail::scale_strides(args.scale_layout, rows, cols / args.group_size);
-  std::vector<float> x(cols);
-  for (std::int64_t row = 0; row < rows; ++row) {
-    silu_mul_row(args.input, row, args.limit, x);
-    quantize_row_in_groups(x.data(), cols, recipe,
-                           static_cast<std::uint8_t*>(args.output.data) + row * args.output.strides[0],
-                           static_cast<float*>(args.scales.data), row, strides);
-  }
+  quantize_rows_in_groups(args.input.shape[0], args.output.shape[1], recipe, args.output,
+                          args.scales, args.scale_layout, [&](std::int64_t row, std::vector<float>& x) {
+                            silu_mul_row(args.input, row, args.limit, x);
+                          });
 }
 
 }  // namespace lowbit::reference

@@ -33,4 +33,17 @@ void quantize_row_in_groups(const float* x, std::int64_t cols, const GroupQuantR
   }
 }
 
+void quantize_rows_in_groups(std::int64_t rows, std::int64_t cols, const GroupQuantRecipe& recipe,
+                             const TensorView& output, const TensorView& scales, ScaleLayout layout,
+                             const std::function<void(std::int64_t, std::vector<float>&)>& values_of_row) {
+  const detail::ScaleStrides strides = detail::scale_strides(layout, rows, cols / recipe.group_size);
+  std::vector<float> x(cols);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    values_of_row(row, x);
+    quantize_row_in_groups(x.data(), cols, recipe,
+                           static_cast<std::uint8_t*>(output.data) + row * output.strides[0],
+                           static_cast<float*>(scales.data), row, strides);
+  }
+}
+
 }  // namespace lowbit::reference

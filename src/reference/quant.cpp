@@ -28,19 +28,14 @@ GroupQuantRecipe recipe_of(int group_size, DType output_dtype, float eps,
 }
 
 void per_token_group_quant(const PerTokenGroupQuantArgs& args) {
-  const std::int64_t rows = args.input.shape[0];
-  const std::int64_t cols = args.input.shape[1];
   const GroupQuantRecipe recipe = recipe_of(args.group_size, args.output.dtype, args.eps,
                                             args.scale_ub, args.power_of_two_scale);
-  const detail::ScaleStrides strides =
-      detail::scale_strides(args.scale_layout, rows, cols / args.group_size);
-  std::vector<float> x(cols);
-  for (std::int64_t row = 0; row < rows; ++row) {
-    for (std::int64_t col = 0; col < cols; ++col) x[col] = element_as_float(args.input, row, col);
-    quantize_row_in_groups(x.data(), cols, recipe,
-                           static_cast<std::uint8_t*>(args.output.data) + row * args.output.strides[0],
-                           static_cast<float*>(args.scales.data), row, strides);
-  }
+  quantize_rows_in_groups(args.input.shape[0], args.input.shape[1], recipe, args.output,
+                          args.scales, args.scale_layout, [&](std::int64_t row, std::vector<float>& x) {
+                            for (std::size_t col = 0; col < x.size(); ++col) {
+                              x[col] = element_as_float(args.input, row, static_cast<std::int64_t>(col));
+                            }
+                          });
 }
 
 }  // namespace lowbit::reference

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lowbit/error.h"
@@ -57,67 +58,62 @@ TEST(PerTokenQuant, Int8AndNaN) {
   EXPECT_EQ(static_cast<std::int8_t>(q[3]), -4);
 }
 
+// Host buffers and arguments for an asymmetric quantization of `x` viewed as [rows, cols].
+struct AsymmetricProblem {
+  std::vector<float> x;
+  std::vector<std::uint8_t> q;
+  std::vector<float> s;
+  std::vector<std::int32_t> zp;
+  PerTokenAsymmetricInt8QuantArgs args;
+
+  AsymmetricProblem(std::vector<float> values, std::int64_t rows, std::int64_t cols)
+      : x(std::move(values)), q(rows * cols), s(rows), zp(rows) {
+    args.input = TensorView::contiguous(x.data(), DType::kFP32, {rows, cols});
+    args.output = TensorView::contiguous(q.data(), DType::kInt8, {rows, cols});
+    args.scales = TensorView::contiguous(s.data(), DType::kFP32, {rows});
+    args.zero_points = TensorView::contiguous(zp.data(), DType::kInt32, {rows});
+  }
+  std::int8_t code(std::size_t i) const { return static_cast<std::int8_t>(q[i]); }
+};
+
 TEST(PerTokenAsymmetricInt8Quant, HandComputedRow) {
   // lo = -1, hi = 4.1: s = 5.1 / 255 = 0.02, zp = rne(-128 - (-1 / 0.02)) = rne(-78) = -78
-  std::vector<float> x = {-1.0f, 4.1f, 0.0f, 1.0f};
-  std::vector<std::uint8_t> q(4);
-  std::vector<float> s(1);
-  std::vector<std::int32_t> zp(1);
-  PerTokenAsymmetricInt8QuantArgs args;
-  args.input = TensorView::contiguous(x.data(), DType::kFP32, {1, 4});
-  args.output = TensorView::contiguous(q.data(), DType::kInt8, {1, 4});
-  args.scales = TensorView::contiguous(s.data(), DType::kFP32, {1});
-  args.zero_points = TensorView::contiguous(zp.data(), DType::kInt32, {1});
-  per_token_asymmetric_int8_quant(args);
+  AsymmetricProblem p({-1.0f, 4.1f, 0.0f, 1.0f}, 1, 4);
+  per_token_asymmetric_int8_quant(p.args);
   const float scale = (4.1f - -1.0f) / 255.0f;
-  EXPECT_EQ(s[0], scale);
-  EXPECT_EQ(zp[0], static_cast<std::int32_t>(std::nearbyint(-128.0f - (-1.0f / scale))));
-  EXPECT_EQ(static_cast<std::int8_t>(q[0]), -128);  // lo maps to the bottom code
-  EXPECT_EQ(static_cast<std::int8_t>(q[1]), 127);   // hi maps to the top code
-  EXPECT_EQ(static_cast<std::int8_t>(q[2]), zp[0]); // 0 maps to the zero point
-  for (int i = 0; i < 4; ++i) {  // dequantization error within half a step
-    EXPECT_NEAR((static_cast<std::int8_t>(q[i]) - zp[0]) * s[0], x[i], s[0] * 0.5f + 1e-6f);
+  EXPECT_EQ(p.s[0], scale);
+  EXPECT_EQ(p.zp[0], static_cast<std::int32_t>(std::nearbyint(-128.0f - (-1.0f / scale))));
+  EXPECT_EQ(p.code(0), -128);   // lo maps to the bottom code
+  EXPECT_EQ(p.code(1), 127);    // hi maps to the top code
+  EXPECT_EQ(p.code(2), p.zp[0]);  // 0 maps to the zero point
+  for (int i = 0; i < 4; ++i) {  // dequantization error within one step
+    EXPECT_NEAR((p.code(i) - p.zp[0]) * p.s[0], p.x[i], p.s[0] + 1e-6f);
   }
 }
 
 TEST(PerTokenAsymmetricInt8Quant, ConstantAndSpecialRows) {
-  std::vector<float> x = {2.0f, 2.0f, 2.0f, 2.0f,   // constant: range [0, 2]
-                          kNaN, kNaN, kNaN, kNaN,   // all NaN: range [0, 0]
-                          kInf, 1.0f, -1.0f, 0.0f}; // Inf: s = Inf
-  std::vector<std::uint8_t> q(12);
-  std::vector<float> s(3);
-  std::vector<std::int32_t> zp(3);
-  PerTokenAsymmetricInt8QuantArgs args;
-  args.input = TensorView::contiguous(x.data(), DType::kFP32, {3, 4});
-  args.output = TensorView::contiguous(q.data(), DType::kInt8, {3, 4});
-  args.scales = TensorView::contiguous(s.data(), DType::kFP32, {3});
-  args.zero_points = TensorView::contiguous(zp.data(), DType::kInt32, {3});
-  per_token_asymmetric_int8_quant(args);
-  EXPECT_EQ(s[0], 2.0f / 255.0f);
-  EXPECT_EQ(zp[0], -128);
-  EXPECT_EQ(static_cast<std::int8_t>(q[0]), 127);  // 2.0 is the top of the range, exactly
-  EXPECT_EQ(s[1], 1e-10f);
-  EXPECT_EQ(zp[1], -128);
-  EXPECT_EQ(static_cast<std::int8_t>(q[4]), -128);  // NaN -> 0 + zp
-  EXPECT_EQ(s[2], kInf);
-  EXPECT_EQ(zp[2], -128);
-  EXPECT_EQ(static_cast<std::int8_t>(q[9]), -128);  // 1 / Inf = 0 -> zp
+  AsymmetricProblem p({2.0f, 2.0f, 2.0f, 2.0f,   // constant: range [0, 2]
+                       kNaN, kNaN, kNaN, kNaN,   // all NaN: range [0, 0]
+                       kInf, 1.0f, -1.0f, 0.0f}, // Inf: s = Inf
+                      3, 4);
+  per_token_asymmetric_int8_quant(p.args);
+  EXPECT_EQ(p.s[0], 2.0f / 255.0f);
+  EXPECT_EQ(p.zp[0], -128);
+  EXPECT_EQ(p.code(0), 127);  // 2.0 is the top of the range, exactly
+  EXPECT_EQ(p.s[1], 1e-10f);
+  EXPECT_EQ(p.zp[1], -128);
+  EXPECT_EQ(p.code(4), -128);  // NaN -> 0 + zp
+  EXPECT_EQ(p.s[2], kInf);
+  EXPECT_EQ(p.zp[2], -128);
+  EXPECT_EQ(p.code(9), -128);  // 1 / Inf = 0 -> zp
 }
 
 TEST(PerTokenAsymmetricInt8Quant, PositiveRowKeepsZeroRepresentable) {
-  std::vector<float> x = {3.0f, 5.0f, 4.0f, 5.0f};  // range widened to [0, 5]
-  std::vector<std::uint8_t> q(4);
-  std::vector<float> s(1);
-  std::vector<std::int32_t> zp(1);
-  PerTokenAsymmetricInt8QuantArgs args;
-  args.input = TensorView::contiguous(x.data(), DType::kFP32, {1, 4});
-  args.output = TensorView::contiguous(q.data(), DType::kInt8, {1, 4});
-  args.scales = TensorView::contiguous(s.data(), DType::kFP32, {1});
-  args.zero_points = TensorView::contiguous(zp.data(), DType::kInt32, {1});
-  per_token_asymmetric_int8_quant(args);
-  EXPECT_EQ(s[0], 5.0f / 255.0f);
-  EXPECT_EQ(zp[0], -128);
-  EXPECT_EQ(static_cast<std::int8_t>(q[1]), 127);
+  AsymmetricProblem p({3.0f, 5.0f, 4.0f, 5.0f}, 1, 4);  // range widened to [0, 5]
+  per_token_asymmetric_int8_quant(p.args);
+  EXPECT_EQ(p.s[0], 5.0f / 255.0f);
+  EXPECT_EQ(p.zp[0], -128);
+  EXPECT_EQ(p.code(1), 127);
 }
 
 TEST(PerTensorQuant, StaticAndDynamic) {

@@ -54,6 +54,25 @@ struct MinOp {
   __device__ float operator()(float a, float b) const { return fminf(a, b); }
 };
 
+// Calls visit(v, x) for every 8-element vector v of a row this thread owns (v = threadIdx.x,
+// + kThreads, ...), with kUnroll 16-byte loads issued before the first visit.
+template <typename InTag, typename Visit>
+__device__ __forceinline__ void for_each_row_vector(const char* row, int vectors, Visit&& visit) {
+  for (int base = threadIdx.x; base < vectors; base += kThreads * kUnroll) {
+    float x[kUnroll][8];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * kThreads;
+      if (v < vectors) load8_as_float(InTag{}, row + v * 8 * kInBytes<InTag>, x[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * kThreads;
+      if (v < vectors) visit(v, x[u]);
+    }
+  }
+}
+
 template <typename InTag, typename OutTag, bool kAsymmetric>
 __global__ void __launch_bounds__(kThreads)
     per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
@@ -68,24 +87,14 @@ __global__ void __launch_bounds__(kThreads)
   float amax = 0.0f;
   float lo = __int_as_float(0x7F800000);
   float hi = -lo;
-  for (int base = threadIdx.x; base < vectors; base += kThreads * kUnroll) {
-    float x[kUnroll][8];
+  for_each_row_vector<InTag>(in, vectors, [&](int, const float (&x)[8]) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int v = base + u * kThreads;
-      if (v < vectors) load8_as_float(InTag{}, in + v * 8 * kInBytes<InTag>, x[u]);
+    for (int i = 0; i < 8; ++i) {
+      amax = fmaxf(amax, fabsf(x[i]));
+      lo = fminf(lo, x[i]);
+      hi = fmaxf(hi, x[i]);
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (base + u * kThreads >= vectors) continue;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        amax = fmaxf(amax, fabsf(x[u][i]));
-        lo = fminf(lo, x[u][i]);
-        hi = fmaxf(hi, x[u][i]);
-      }
-    }
-  }
+  });
 
   float scale;
   std::int32_t zero_point = 0;
@@ -107,33 +116,22 @@ __global__ void __launch_bounds__(kThreads)
   const SharedDivisor divisor = make_shared_divisor(scale, amax);
 
   // Pass 2: quantize (the row comes from L2), kUnroll loads in flight per thread as in pass 1.
-  for (int base = threadIdx.x; base < vectors; base += kThreads * kUnroll) {
-    float x[kUnroll][8];
+  for_each_row_vector<InTag>(in, vectors, [&](int v, const float (&x)[8]) {
+    float q[8];
+    divide_group(x, divisor, q);
+    if constexpr (kAsymmetric) {
+      std::uint32_t words[2] = {0, 0};
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int v = base + u * kThreads;
-      if (v < vectors) load8_as_float(InTag{}, in + v * 8 * kInBytes<InTag>, x[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int v = base + u * kThreads;
-      if (v >= vectors) continue;
-      float q[8];
-      divide_group(x[u], divisor, q);
-      if constexpr (kAsymmetric) {
-        std::uint32_t words[2] = {0, 0};
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const std::uint32_t code =
-              static_cast<std::uint8_t>(detail::asymmetric_int8_code(q[i], zero_point));
-          words[i / 4] |= code << (8 * (i % 4));
-        }
-        *reinterpret_cast<uint2*>(out + v * 8) = make_uint2(words[0], words[1]);
-      } else {
-        store8_quantized(OutTag{}, out + v * 8, q);
+      for (int i = 0; i < 8; ++i) {
+        const std::uint32_t code =
+            static_cast<std::uint8_t>(detail::asymmetric_int8_code(q[i], zero_point));
+        words[i / 4] |= code << (8 * (i % 4));
       }
+      *reinterpret_cast<uint2*>(out + v * 8) = make_uint2(words[0], words[1]);
+    } else {
+      store8_quantized(OutTag{}, out + v * 8, q);
     }
-  }
+  });
 }
 
 // ---- per-tensor ---------------------------------------------------------------------------------
