@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The test command (README, CI): installs dependencies, builds, runs the CPU test suite.
+# The test command (README, CI): installs dependencies, builds, runs the CPU test suites (C++
+# GoogleTest through ctest, then the Python package against numpy/ml_dtypes references).
 # GPU suites run on a Hopper machine through scripts/gpu-check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh lowbit_cpu_tests lowbit_cli
 ctest --test-dir build -L cpu --output-on-failure -j "$(nproc)"
+
+python3 -m pip install -q --disable-pip-version-check scikit-build-core nanobind numpy ml_dtypes pytest
+python3 -m pip install -q --disable-pip-version-check --no-build-isolation .
+(cd tests/python && python3 -m pytest -q .)

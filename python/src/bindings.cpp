@@ -20,7 +20,7 @@ using lowbit::TensorView;
 
 namespace {
 
-using Array = nb::ndarray<nb::c_contig_or_any>;
+using Array = nb::ndarray<>;  // any dtype, device, shape and strides
 
 DType dtype_from_name(const std::string& name) {
   static const std::pair<const char*, DType> kNames[] = {
