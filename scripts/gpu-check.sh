@@ -3,21 +3,25 @@
 # test suites, the demo and the benchmarks; logs and JSON go to $1, else $OUT, else ./out.
 # What the machine lacks travels in the ignored folder .deps/ (googletest sources,
 # nlohmann/json headers): name it in the device tool's `carry`.
-#   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench]
+# The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
+#   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 out="${OUT:-out}"
 quick=""
 only_bench=0
+only_python=0
 for arg in "$@"; do
   case "$arg" in
     --quick) quick="--quick" ;;
     --only-bench) only_bench=1 ;;
+    --only-python) only_python=1 ;;
     *) out="$arg" ;;
   esac
 done
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"  # the Python step changes directory
 status=0
 step() {  # step NAME COMMAND...: run, log to $out/NAME.log, remember failure
   local name=$1
@@ -31,6 +35,25 @@ step() {  # step NAME COMMAND...: run, log to $out/NAME.log, remember failure
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
   | tee "$out/device.txt"
+
+python_suites() {
+  # The extension built with CMake directly (no network for pip's build isolation), then the
+  # CPU suite (numpy/ml_dtypes) and the PyTorch GPU suite against it.
+  python3 -m pip install -q --no-index --no-deps --target /tmp/lowbit-site .whl/nanobind-*.whl
+  export PYTHONPATH="/tmp/lowbit-site:${PYTHONPATH:-}"
+  step py_configure cmake -S . -B build-py -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DLOWBIT_WITH_CUDA=ON -DLOWBIT_BUILD_PYTHON=ON -DLOWBIT_BUILD_TESTS=OFF \
+    -DLOWBIT_BUILD_TOOLS=OFF -DPython_EXECUTABLE="$(command -v python3)"
+  step py_build cmake --build build-py -j "$(nproc)"
+  cp build-py/python/_lowbit*.so python/lowbit/
+  (cd tests/python && PYTHONPATH="$PWD/../../python:$PYTHONPATH" step py_tests python3 -m pytest -q . ../python_gpu)
+}
+
+if [ "$only_python" -eq 1 ]; then
+  python_suites
+  grep -h -E "passed|failed" "$out"/py_tests.log | tail -2
+  exit "$status"
+fi
 
 build=build-gpu
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -53,10 +76,11 @@ if [ "$only_bench" -eq 0 ]; then
   step demo "$build/tools/lowbit"
 fi
 step bench_quant "$build/tools/lowbit" bench quant $quick --json "$out/bench_quant.json"
+[ "$only_bench" -eq 1 ] || [ ! -d .whl ] || python_suites
 
 echo "=== summary"
-for log in cpu_tests gpu_tests gpu_tests_direct gpu_tests_pipelined; do
-  [ -f "$out/$log.log" ] && echo "$log: $(grep -h -E "^\[  (PASSED|FAILED) " "$out/$log.log" | tr '\n' ' ')"
+for log in cpu_tests gpu_tests gpu_tests_direct gpu_tests_pipelined py_tests; do
+  [ -f "$out/$log.log" ] && echo "$log: $(grep -h -E "^\[  (PASSED|FAILED) |passed|failed" "$out/$log.log" | tail -2 | tr '\n' ' ')"
 done
 cat "$out/device.txt"
 exit "$status"

@@ -1,0 +1,143 @@
+"""lowbit from PyTorch on the GPU machine: every op against PyTorch references written from
+docs/quant.md and docs/activation.md (never lowbit's own CPU reference), CUDA-graph capture
+and replay with new inputs, and torch.compile(fullgraph=True) through the custom ops.
+Run by scripts/gpu-check.sh; needs torch with CUDA."""
+
+import pytest
+import torch
+
+import lowbit
+import lowbit.torch  # noqa: F401  (registers torch.ops.lowbit.*)
+
+DEVICE = "cuda"
+F32 = torch.float32
+
+
+def activations(m, k, seed, dtype=torch.bfloat16):
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    magnitude = 10.0 ** (torch.rand((m, (k + 31) // 32), generator=g, device=DEVICE) * 6 - 3)
+    x = torch.randn((m, k), generator=g, device=DEVICE) * magnitude.repeat_interleave(32, 1)[:, :k]
+    return x.to(dtype)
+
+
+def ref_group_quant(x, group, dtype, eps=1e-10, scale_ub=None, pow2=False):
+    """docs/quant.md in float32 torch ops: amax (NaN excluded), s = max(min(amax, ub), eps)/qmax,
+    s -> 2^ceil(log2 s) if pow2, q = saturate(round_half_even(x / s))."""
+    m, k = x.shape
+    xg = x.float().view(m, k // group, group)
+    amax = torch.nan_to_num(xg.abs(), nan=0.0).amax(dim=-1)
+    if scale_ub is not None:
+        amax = torch.clamp(amax, max=scale_ub)
+    qmax = 448.0 if dtype == "fp8_e4m3fn" else 127.0
+    s = torch.clamp(amax, min=eps) / qmax
+    if pow2:
+        mantissa, exponent = torch.frexp(s)
+        s = torch.where(mantissa == 0.5, s, torch.ldexp(torch.ones_like(s), exponent))
+    q = xg / s[..., None]
+    if dtype == "fp8_e4m3fn":
+        q = torch.clamp(q, -448, 448).to(torch.float8_e4m3fn)
+    else:
+        q = torch.clamp(torch.round(torch.nan_to_num(q, nan=0.0)), -128, 127).to(torch.int8)
+    return q.view(m, k), s
+
+
+def same_bytes(a, b):
+    a, b = a.view(torch.uint8), b.view(torch.uint8)
+    mismatches = (a != b).sum().item()
+    assert mismatches == 0, f"{mismatches} bytes differ"
+
+
+@pytest.mark.parametrize("dtype", ["fp8_e4m3fn", "int8"])
+@pytest.mark.parametrize("layout", ["row_major", "column_major", "column_major_tma_aligned"])
+@pytest.mark.parametrize("m,k", [(1, 7168), (129, 2048), (4096, 7168)])
+def test_per_token_group_quant_against_torch(dtype, layout, m, k):
+    x = activations(m, k, seed=m + k)
+    q, s = lowbit.per_token_group_quant(x, 128, dtype=dtype, scale_layout=layout,
+                                        power_of_two_scale=layout != "row_major")
+    want_q, want_s = ref_group_quant(x, 128, dtype, pow2=layout != "row_major")
+    same_bytes(q, want_q)
+    if layout == "row_major":
+        assert torch.equal(s, want_s)
+    else:
+        assert torch.equal(s[:, :m], want_s.t())
+
+
+def test_silu_and_mul_quant_and_silu_and_mul_against_torch():
+    x = activations(512, 2 * 7168, seed=7)
+    gate, up = x[:, :7168].float(), x[:, 7168:].float()
+    exact = (gate.double() * torch.sigmoid(gate.double()) * up.double())
+    y = lowbit.silu_and_mul(x)
+    assert torch.all((y.double() - exact).abs() <= exact.abs() * 2 ** -7 + 1e-30)
+    q, s = lowbit.silu_and_mul_quant(x, 128)
+    deq = q.double() * s.double().repeat_interleave(128, 1)
+    step = s.double().repeat_interleave(128, 1) * 2.0 ** -9
+    assert torch.all((deq - exact).abs() <= exact.abs() / 16 + step + 1e-30)
+
+
+def test_per_token_and_per_tensor_against_torch():
+    x = activations(1000, 4096, seed=11, dtype=torch.float16)
+    q, s = lowbit.per_token_quant(x, scale_ub=100.0)
+    want_q, want_s = ref_group_quant(x, 4096, "fp8_e4m3fn", scale_ub=100.0)
+    same_bytes(q, want_q)
+    assert torch.equal(s, want_s[:, 0])
+    q, s = lowbit.per_tensor_quant(x)
+    amax = x.float().abs().amax()
+    want_s = torch.clamp(amax, min=1e-10) / 448.0
+    assert torch.equal(s[0], want_s)
+    same_bytes(q, torch.clamp(x.float() / want_s, -448, 448).to(torch.float8_e4m3fn))
+
+
+def test_asymmetric_int8_against_torch():
+    x = activations(300, 2048, seed=13, dtype=torch.float32) + 2.0
+    q, s, zp = lowbit.per_token_asymmetric_int8_quant(x)
+    lo = torch.clamp(x.amin(dim=1), max=0.0)
+    hi = torch.clamp(x.amax(dim=1), min=0.0)
+    want_s = torch.clamp((hi - lo) / 255.0, min=1e-10)
+    want_zp = torch.round(-128.0 - lo / want_s).to(torch.int32)
+    want_q = torch.clamp(torch.round(x / want_s[:, None]) + want_zp[:, None], -128, 127).to(torch.int8)
+    assert torch.equal(s, want_s)
+    assert torch.equal(zp, want_zp)
+    assert torch.equal(q, want_q)
+
+
+def test_cuda_graph_capture_and_replay_with_new_inputs():
+    static_x = activations(256, 2 * 4096, seed=1)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up outside capture
+        lowbit.silu_and_mul_quant(static_x, 128)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        q, s = lowbit.silu_and_mul_quant(static_x, 128)
+        q2, s2 = lowbit.per_token_group_quant(q.float().to(torch.bfloat16), 128)
+    for seed in (2, 3):
+        new_x = activations(256, 2 * 4096, seed=seed)
+        static_x.copy_(new_x)
+        graph.replay()
+        torch.cuda.synchronize()
+        want_q, want_s = lowbit.silu_and_mul_quant(new_x, 128)
+        same_bytes(q, want_q)
+        assert torch.equal(s, want_s)
+        want_q2, want_s2 = lowbit.per_token_group_quant(want_q.float().to(torch.bfloat16), 128)
+        same_bytes(q2, want_q2)
+
+
+def test_torch_compile_fullgraph_traces_the_custom_ops():
+    def layer(x):
+        q, s = torch.ops.lowbit.silu_and_mul_quant(x, 128, "fp8_e4m3fn", "column_major_tma_aligned",
+                                                   1e-10, None, True, None)
+        y = torch.ops.lowbit.silu_and_mul(x, None)
+        q2, s2 = torch.ops.lowbit.per_token_quant(y, "int8", 1e-10, None)
+        return q.view(torch.uint8), s, y, q2, s2
+
+    x = activations(64, 2 * 2048, seed=5)
+    compiled = torch.compile(layer, fullgraph=True)
+    for got, want in zip(compiled(x), layer(x)):
+        assert torch.equal(got, want)
+
+
+def test_errors_surface_as_value_error():
+    x = activations(4, 256, seed=9)
+    with pytest.raises(ValueError, match="argument 'group_size'"):
+        lowbit.per_token_group_quant(x, 96)
