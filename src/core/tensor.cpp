@@ -1,7 +1,7 @@
 // TensorView helpers and dtype names.
 #include "lowbit/tensor.h"
 
-#include <sstream>
+#include <string>
 
 #include "lowbit/error.h"
 
@@ -94,14 +94,14 @@ bool TensorView::is_contiguous() const {
   return true;
 }
 
+// Plain string building, no iostreams: this runs inside Python extensions too, next to other
+// libraries' C++ runtimes.
 std::string TensorView::describe() const {
-  std::ostringstream out;
-  out << "[";
-  for (int dim = 0; dim < rank; ++dim) out << (dim ? ", " : "") << shape[dim];
-  out << "] " << dtype_name(dtype) << " " << device_name(device) << " strides [";
-  for (int dim = 0; dim < rank; ++dim) out << (dim ? ", " : "") << strides[dim];
-  out << "]";
-  return out.str();
+  std::string text = "[";
+  for (int dim = 0; dim < rank; ++dim) text += (dim ? ", " : "") + std::to_string(shape[dim]);
+  text += std::string("] ") + dtype_name(dtype) + " " + device_name(device) + " strides [";
+  for (int dim = 0; dim < rank; ++dim) text += (dim ? ", " : "") + std::to_string(strides[dim]);
+  return text + "]";
 }
 
 }  // namespace lowbit
