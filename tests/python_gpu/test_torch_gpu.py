@@ -20,6 +20,12 @@ def activations(m, k, seed, dtype=torch.bfloat16):
     return x.to(dtype)
 
 
+def true_div(a, divisor):
+    """IEEE division by a constant: PyTorch turns `tensor / python_float` into a multiply by the
+    reciprocal (off by one ulp), so divide by a tensor of the constant instead."""
+    return a / torch.full_like(a, divisor)
+
+
 def ref_group_quant(x, group, dtype, eps=1e-10, scale_ub=None, pow2=False):
     """docs/quant.md in float32 torch ops: amax (NaN excluded), s = max(min(amax, ub), eps)/qmax,
     s -> 2^ceil(log2 s) if pow2, q = saturate(round_half_even(x / s))."""
@@ -29,7 +35,7 @@ def ref_group_quant(x, group, dtype, eps=1e-10, scale_ub=None, pow2=False):
     if scale_ub is not None:
         amax = torch.clamp(amax, max=scale_ub)
     qmax = 448.0 if dtype == "fp8_e4m3fn" else 127.0
-    s = torch.clamp(amax, min=eps) / qmax
+    s = true_div(torch.clamp(amax, min=eps), qmax)
     if pow2:
         mantissa, exponent = torch.frexp(s)
         s = torch.where(mantissa == 0.5, s, torch.ldexp(torch.ones_like(s), exponent))
@@ -82,7 +88,7 @@ def test_per_token_and_per_tensor_against_torch():
     assert torch.equal(s, want_s[:, 0])
     q, s = lowbit.per_tensor_quant(x)
     amax = x.float().abs().amax()
-    want_s = torch.clamp(amax, min=1e-10) / 448.0
+    want_s = true_div(torch.clamp(amax, min=1e-10), 448.0)
     assert torch.equal(s[0], want_s)
     same_bytes(q, torch.clamp(x.float() / want_s, -448, 448).to(torch.float8_e4m3fn))
 
@@ -92,7 +98,7 @@ def test_asymmetric_int8_against_torch():
     q, s, zp = lowbit.per_token_asymmetric_int8_quant(x)
     lo = torch.clamp(x.amin(dim=1), max=0.0)
     hi = torch.clamp(x.amax(dim=1), min=0.0)
-    want_s = torch.clamp((hi - lo) / 255.0, min=1e-10)
+    want_s = torch.clamp(true_div(hi - lo, 255.0), min=1e-10)
     want_zp = torch.round(-128.0 - lo / want_s).to(torch.int32)
     want_q = torch.clamp(torch.round(x / want_s[:, None]) + want_zp[:, None], -128, 127).to(torch.int8)
     assert torch.equal(s, want_s)
