@@ -147,3 +147,19 @@ def test_errors_surface_as_value_error():
     x = activations(4, 256, seed=9)
     with pytest.raises(ValueError, match="argument 'group_size'"):
         lowbit.per_token_group_quant(x, 96)
+
+
+def test_cupy_arrays_with_an_explicit_stream():
+    cp = pytest.importorskip("cupy")
+    import numpy as np
+    host = (np.random.default_rng(3).standard_normal((64, 1024)) * 3).astype(np.float32)
+    x = cp.asarray(host)
+    q = cp.full((64, 1024), 0x7F, dtype=cp.uint8)  # raw fp8 codes: cupy has no fp8 dtype
+    s = cp.empty((8, 64), dtype=cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    lowbit.per_token_group_quant(x, 128, scale_layout="column_major", out=q, scales=s,
+                                 stream=stream)
+    stream.synchronize()
+    want_q, want_s = lowbit.per_token_group_quant(host, 128, scale_layout="column_major")
+    assert np.array_equal(cp.asnumpy(q), want_q.view(np.uint8))
+    assert np.array_equal(cp.asnumpy(s), want_s)
