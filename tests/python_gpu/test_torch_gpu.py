@@ -163,3 +163,21 @@ def test_cupy_arrays_with_an_explicit_stream():
     want_q, want_s = lowbit.per_token_group_quant(host, 128, scale_layout="column_major")
     assert np.array_equal(cp.asnumpy(q), want_q.view(np.uint8))
     assert np.array_equal(cp.asnumpy(s), want_s)
+
+
+def test_jax_input_with_cupy_outputs():
+    import os
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    cp = pytest.importorskip("cupy")
+    import numpy as np
+    host = (np.random.default_rng(4).standard_normal((32, 512)) * 5).astype(np.float32)
+    x = jax.device_put(host, jax.devices("gpu")[0]).block_until_ready()  # immutable input
+    q = cp.empty((32, 512), dtype=cp.uint8)
+    s = cp.empty((32, 4), dtype=cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    lowbit.per_token_group_quant(x, 128, out=q, scales=s, stream=stream)
+    stream.synchronize()
+    want_q, want_s = lowbit.per_token_group_quant(host, 128)
+    assert np.array_equal(cp.asnumpy(q), want_q.view(np.uint8))
+    assert np.array_equal(cp.asnumpy(s), want_s)
