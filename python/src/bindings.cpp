@@ -89,6 +89,17 @@ lowbit::ScaleLayout layout_from_name(const std::string& name) {
                       "row_major, column_major or column_major_tma_aligned", "'" + name + "'");
 }
 
+// The options per_token_group_quant and silu_and_mul_quant share.
+template <typename GroupQuantArgs>
+void set_group_options(GroupQuantArgs& args, int group_size, const std::string& layout, float eps,
+                       std::optional<float> scale_ub, bool power_of_two_scale) {
+  args.group_size = group_size;
+  args.scale_layout = layout_from_name(layout);
+  args.eps = eps;
+  args.scale_ub = scale_ub;
+  args.power_of_two_scale = power_of_two_scale;
+}
+
 }  // namespace
 
 NB_MODULE(_lowbit, m) {
@@ -116,11 +127,7 @@ NB_MODULE(_lowbit, m) {
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.scales = view_of(scales, "scales", "");
-          args.group_size = group_size;
-          args.scale_layout = layout_from_name(layout);
-          args.eps = eps;
-          args.scale_ub = scale_ub;
-          args.power_of_two_scale = power_of_two_scale;
+          set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale);
           lowbit::per_token_group_quant(args, stream_of(stream));
         });
 
@@ -143,11 +150,7 @@ NB_MODULE(_lowbit, m) {
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.scales = view_of(scales, "scales", "");
-          args.group_size = group_size;
-          args.scale_layout = layout_from_name(layout);
-          args.eps = eps;
-          args.scale_ub = scale_ub;
-          args.power_of_two_scale = power_of_two_scale;
+          set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale);
           args.limit = limit;
           lowbit::silu_and_mul_quant(args, stream_of(stream));
         });
