@@ -2,7 +2,6 @@
 // host tensors or launch the sm_90a kernel for CUDA tensors.
 #include "lowbit/quant.h"
 
-#include <limits>
 #include <string>
 
 #include "../reference/quant.h"

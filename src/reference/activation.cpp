@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "../common/silu.h"
-#include "../ops/scale_layout.h"
 #include "lowbit/formats.h"
 #include "quant.h"
 

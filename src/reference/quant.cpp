@@ -6,7 +6,6 @@
 #include <limits>
 #include <vector>
 
-#include "../ops/scale_layout.h"
 #include "group_quant_row.h"
 #include "lowbit/formats.h"
 
@@ -21,6 +20,12 @@ float element_as_float(const TensorView& t, std::int64_t row, std::int64_t col) 
   }
 }
 
+void row_as_float(const TensorView& t, std::int64_t row, std::vector<float>& x) {
+  for (std::size_t col = 0; col < x.size(); ++col) {
+    x[col] = element_as_float(t, row, static_cast<std::int64_t>(col));
+  }
+}
+
 GroupQuantRecipe recipe_of(int group_size, DType output_dtype, float eps,
                            const std::optional<float>& scale_ub, bool power_of_two_scale) {
   return {group_size, output_dtype, eps,
@@ -32,9 +37,7 @@ void per_token_group_quant(const PerTokenGroupQuantArgs& args) {
                                             args.scale_ub, args.power_of_two_scale);
   quantize_rows_in_groups(args.input.shape[0], args.input.shape[1], recipe, args.output,
                           args.scales, args.scale_layout, [&](std::int64_t row, std::vector<float>& x) {
-                            for (std::size_t col = 0; col < x.size(); ++col) {
-                              x[col] = element_as_float(args.input, row, static_cast<std::int64_t>(col));
-                            }
+                            row_as_float(args.input, row, x);
                           });
 }
 

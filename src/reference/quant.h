@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "group_quant_row.h"
 #include "lowbit/activation.h"
@@ -13,6 +14,9 @@ namespace lowbit::reference {
 
 // Element (row, col) of a rank-2 bf16/fp16/fp32 tensor with unit column stride, as float32.
 float element_as_float(const TensorView& t, std::int64_t row, std::int64_t col);
+
+// Row `row` of such a tensor as float32, into x (x.size() columns).
+void row_as_float(const TensorView& t, std::int64_t row, std::vector<float>& x);
 
 GroupQuantRecipe recipe_of(int group_size, DType output_dtype, float eps,
                            const std::optional<float>& scale_ub, bool power_of_two_scale);

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "../common/asymmetric_int8.h"
-#include "../ops/scale_layout.h"
 #include "group_quant_row.h"
 #include "lowbit/formats.h"
 #include "quant.h"
@@ -15,37 +14,28 @@
 namespace lowbit::reference {
 
 namespace {
-std::vector<float> row_as_float(const TensorView& t, std::int64_t row) {
-  std::vector<float> x(t.shape[1]);
-  for (std::int64_t col = 0; col < t.shape[1]; ++col) x[col] = element_as_float(t, row, col);
-  return x;
-}
-
 std::uint8_t* row_bytes(const TensorView& t, std::int64_t row) {
   return static_cast<std::uint8_t*>(t.data) + row * t.strides[0];
 }
-
 }  // namespace
 
 void per_token_quant(const PerTokenQuantArgs& args) {
-  const std::int64_t rows = args.input.shape[0];
+  // One group per row: the group recipe with group_size = K, scales [M] = row-major [M, 1].
   const std::int64_t cols = args.input.shape[1];
-  // One group per row: the group recipe with group_size = K.
   const GroupQuantRecipe recipe = recipe_of(static_cast<int>(cols), args.output.dtype, args.eps,
                                             args.scale_ub, false);
-  const detail::ScaleStrides strides{1, 0};
-  for (std::int64_t row = 0; row < rows; ++row) {
-    const std::vector<float> x = row_as_float(args.input, row);
-    quantize_row_in_groups(x.data(), cols, recipe, row_bytes(args.output, row),
-                           static_cast<float*>(args.scales.data), row, strides);
-  }
+  quantize_rows_in_groups(args.input.shape[0], cols, recipe, args.output, args.scales,
+                          ScaleLayout::kRowMajor, [&](std::int64_t row, std::vector<float>& x) {
+                            row_as_float(args.input, row, x);
+                          });
 }
 
 void per_token_asymmetric_int8_quant(const PerTokenAsymmetricInt8QuantArgs& args) {
   const std::int64_t rows = args.input.shape[0];
   const std::int64_t cols = args.input.shape[1];
   for (std::int64_t row = 0; row < rows; ++row) {
-    const std::vector<float> x = row_as_float(args.input, row);
+    std::vector<float> x(cols);
+    row_as_float(args.input, row, x);
     float lo = std::numeric_limits<float>::infinity();
     float hi = -std::numeric_limits<float>::infinity();
     for (float v : x) {
