@@ -4,5 +4,6 @@
 #include "lowbit/activation.h"
 #include "lowbit/error.h"
 #include "lowbit/formats.h"
+#include "lowbit/nvfp4.h"
 #include "lowbit/quant.h"
 #include "lowbit/tensor.h"

@@ -67,4 +67,18 @@ void ArgCheck::aligned(const char* name, const TensorView& t, std::size_t bytes)
        std::string("an address ending in ") + low_bits);
 }
 
+void ArgCheck::vector(const char* name, const TensorView& t, DType dtype, std::int64_t length,
+                      const char* ref_name, const TensorView& ref) const {
+  dtype_in(name, t, {dtype});
+  const bool shape_ok = (t.rank == 1 && t.shape[0] == length) ||
+                        (t.rank == 2 && t.shape[0] == length && t.shape[1] == 1);
+  if (!shape_ok) {
+    fail(name, "shape [" + std::to_string(length) + "] (or [" + std::to_string(length) + ", 1])",
+         t.describe());
+  }
+  contiguous(name, t);
+  same_device(name, t, ref_name, ref);
+  if (length > 0) not_null(name, t);
+}
+
 }  // namespace lowbit::detail

@@ -31,6 +31,9 @@ class ArgCheck {
   // Rank 2, unit column stride, row stride >= columns (rows may be padded).
   void row_major_rows(const char* name, const TensorView& t) const;
   void aligned(const char* name, const TensorView& t, std::size_t bytes) const;
+  // A contiguous [length] (or [length, 1]) tensor of `dtype` on the device of `ref`.
+  void vector(const char* name, const TensorView& t, DType dtype, std::int64_t length,
+              const char* ref_name, const TensorView& ref) const;
 
  private:
   const char* op_;

@@ -43,21 +43,6 @@ void check_rows(const detail::ArgCheck& check, const TensorView& input, const Te
   }
 }
 
-// A contiguous vector of `length` elements of `dtype` on the input's device.
-void check_vector(const detail::ArgCheck& check, const char* name, const TensorView& t,
-                  const TensorView& input, DType dtype, std::int64_t length) {
-  check.dtype_in(name, t, {dtype});
-  const bool shape_ok = (t.rank == 1 && t.shape[0] == length) ||
-                        (t.rank == 2 && t.shape[0] == length && t.shape[1] == 1);
-  if (!shape_ok) {
-    check.fail(name, "shape [" + std::to_string(length) + "] (or [" + std::to_string(length) +
-                         ", 1])", t.describe());
-  }
-  check.contiguous(name, t);
-  check.same_device(name, t, "input", input);
-  if (length > 0) check.not_null(name, t);
-}
-
 void check_eps(const detail::ArgCheck& check, float eps) {
   if (!(std::isfinite(eps) && eps > 0.0f)) check.fail("eps", "a finite value > 0", std::to_string(eps));
 }
@@ -91,7 +76,7 @@ cuda::RowQuantParams row_params(const TensorView& input, const TensorView& outpu
 void per_token_quant(const PerTokenQuantArgs& args, cudaStream_t stream) {
   const detail::ArgCheck check("per_token_quant");
   check_rows(check, args.input, args.output, {DType::kFP8E4M3, DType::kInt8});
-  check_vector(check, "scales", args.scales, args.input, DType::kFP32, args.input.shape[0]);
+  check.vector("scales", args.scales, DType::kFP32, args.input.shape[0], "input", args.input);
   check_eps(check, args.eps);
   check_scale_ub(check, args.scale_ub);
   if (args.input.numel() == 0) return;
@@ -111,8 +96,8 @@ void per_token_asymmetric_int8_quant(const PerTokenAsymmetricInt8QuantArgs& args
   const detail::ArgCheck check("per_token_asymmetric_int8_quant");
   check_rows(check, args.input, args.output, {DType::kInt8});
   const std::int64_t rows = args.input.shape[0];
-  check_vector(check, "scales", args.scales, args.input, DType::kFP32, rows);
-  check_vector(check, "zero_points", args.zero_points, args.input, DType::kInt32, rows);
+  check.vector("scales", args.scales, DType::kFP32, rows, "input", args.input);
+  check.vector("zero_points", args.zero_points, DType::kInt32, rows, "input", args.input);
   check_eps(check, args.eps);
   if (args.input.numel() == 0) return;
   if (args.input.device == Device::kCPU) return reference::per_token_asymmetric_int8_quant(args);
@@ -132,7 +117,7 @@ std::int64_t per_tensor_quant_workspace_bytes() { return 4; }
 void per_tensor_quant(const PerTensorQuantArgs& args, cudaStream_t stream) {
   const detail::ArgCheck check("per_tensor_quant");
   check_rows(check, args.input, args.output, {DType::kFP8E4M3, DType::kInt8});
-  check_vector(check, "scale", args.scale, args.input, DType::kFP32, 1);
+  check.vector("scale", args.scale, DType::kFP32, 1, "input", args.input);
   check_eps(check, args.eps);
   check_scale_ub(check, args.scale_ub);
   if (args.scale_ub && !args.dynamic) {

@@ -1,0 +1,20 @@
+// Launch configuration of the NVFP4 GEMV kernels, chosen by nvfp4_gemv_heuristics.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace lowbit::cuda {
+
+inline constexpr int kGemvWarpsPerBlock = 4;
+
+struct Nvfp4GemvConfig {
+  int warps_per_tile = 1;  // 1, 2 or 4 warps split one 16-row tile's K chunks (block: 4 warps)
+  int unroll = 4;          // 2 or 4: K chunks whose loads one warp issues before using them
+};
+
+// Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll> overrides it and
+// LOWBIT_PRINT_CONFIG=1 prints it.
+Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
+                                         std::int64_t slots, bool sparse);
+
+}  // namespace lowbit::cuda

@@ -1,0 +1,54 @@
+// Configuration choice of the NVFP4 GEMVs: the kernels stream each weight byte once, so the
+// goal is enough loads in flight on every SM and work items that finish together. One warp per
+// 16-row tile keeps the most independent items; when the tiles of a launch are too few to give
+// every SM several warps, 2 or 4 warps split each tile's K instead (docs/perf/nvfp4_gemv.md).
+#include <cstdio>
+#include <cstdlib>
+
+#include "nvfp4_gemv_config.h"
+
+namespace lowbit::cuda {
+
+namespace {
+
+bool parse_override(Nvfp4GemvConfig& config) {
+  const char* text = std::getenv("LOWBIT_NVFP4_GEMV");
+  if (text == nullptr) return false;
+  int warps = 0, unroll = 0;
+  if (std::sscanf(text, "%d,%d", &warps, &unroll) != 2 ||
+      !(warps == 1 || warps == 2 || warps == 4) || !(unroll == 2 || unroll == 4)) {
+    std::fprintf(stderr, "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1|2|4,2|4)\n", text);
+    return false;
+  }
+  config = {warps, unroll};
+  return true;
+}
+
+}  // namespace
+
+Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
+                                         std::int64_t slots, bool sparse) {
+  Nvfp4GemvConfig config;
+  if (!parse_override(config)) {
+    const std::int64_t tiles = (rows / 16) * slots;
+    const std::int64_t chunks = cols / 64;
+    // Below ~16 warps per SM on 132 SMs, split K so that more warps stream.
+    if (tiles < 132 * 8 && chunks >= 16) {
+      config.warps_per_tile = 4;
+    } else if (tiles < 132 * 16 && chunks >= 8) {
+      config.warps_per_tile = 2;
+    }
+    config.unroll = 4;
+  }
+  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
+  if (print) {
+    std::fprintf(stderr,
+                 "[lowbit] nvfp4_%sgemv rows=%lld cols=%lld slots=%lld: warps_per_tile=%d unroll=%d\n",
+                 sparse ? "sparse24_" : "", static_cast<long long>(rows),
+                 static_cast<long long>(cols), static_cast<long long>(slots),
+                 config.warps_per_tile, config.unroll);
+  }
+  return config;
+}
+
+}  // namespace lowbit::cuda

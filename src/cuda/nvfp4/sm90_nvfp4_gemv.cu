@@ -1,0 +1,334 @@
+// Dense and 2:4-sparse NVFP4 GEMV for sm_90a (MoE decode, 1..16 tokens per expert), following
+// docs/nvfp4.md. Hopper has no FP4 tensor cores, so weights are decoded in registers to bf16 and
+// multiplied on the bf16 tensor cores (mma.sync m16n8k16, fp32 accumulation) with the weight
+// tile as the 16-row A operand and up to 8 tokens as B ("swap AB"): one warp step consumes a
+// 16-row x 64-K chunk, one 16-byte load per lane in the GEMV layout.
+//
+// Decoding: an e2m1 code placed in a bf16's sign and low exponent/mantissa bits is the code's
+// value times 2^-126 (exact, subnormal for +-0.5); multiplying by a table entry e4m3 * 2^118 gives
+// (e2m1 * s_b) * 2^-8 exactly, and the epilogue multiplies by global * 2^8. 2:4 weights decode
+// only their kept pair per group of 4 and place it with one byte permute per half-group.
+// Slots (expert, token list) are grid.y; idle slots and out-of-range ids cost one early exit.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../common/check.cuh"
+#include "lowbit/formats.h"
+#include "nvfp4_gemv_config.h"
+#include "nvfp4_launch.h"
+
+namespace lowbit::cuda {
+
+namespace {
+
+constexpr int kThreads = kGemvWarpsPerBlock * 32;
+constexpr char kDenseOp[] = "nvfp4_gemv";
+constexpr char kSparseOp[] = "nvfp4_sparse24_gemv";
+
+// bf16x2: the codes at nibbles kPair (low half) and kPair + 4 (high half) of q, times 2^-126.
+template <int kPair>
+__device__ __forceinline__ std::uint32_t e2m1_pair_bits(std::uint32_t q) {
+  constexpr int kSignShift = 12 - 4 * kPair;      // sign bit 4p + 3 -> bit 15
+  constexpr int kMagnitudeShift = 6 - 4 * kPair;  // bits [4p + 2, 4p] -> [8, 6]
+  std::uint32_t magnitude;
+  if constexpr (kMagnitudeShift >= 0) {
+    magnitude = q << kMagnitudeShift;
+  } else {
+    magnitude = q >> -kMagnitudeShift;
+  }
+  return ((q << kSignShift) & 0x80008000u) | (magnitude & 0x01C001C0u);
+}
+
+__device__ __forceinline__ std::uint32_t mul_bf16x2(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], std::uint32_t a0, std::uint32_t a1,
+                                         std::uint32_t a2, std::uint32_t a3, std::uint32_t b0,
+                                         std::uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Shared tables: e4m3 code -> bf16x2 (s_b * 2^118, both halves), and 2:4 index code
+// (i0 | i1 << 2) -> byte-permute selectors placing the kept pair at positions 0-1 and 2-3.
+struct Tables {
+  std::uint32_t scale[256];
+  uint2 select[16];
+};
+
+__device__ void fill_tables(Tables& tables) {
+  const float k2Pow118 = __uint_as_float((118u + 127u) << 23);
+  for (int code = threadIdx.x; code < 256; code += blockDim.x) {
+    const std::uint32_t bits =
+        float_to_bf16(fp8_e4m3_to_float(static_cast<std::uint8_t>(code)) * k2Pow118);
+    tables.scale[code] = bits | (bits << 16);
+  }
+  if (threadIdx.x < 16) {
+    const int first = threadIdx.x & 3, second = threadIdx.x >> 2;
+    std::uint32_t source[4];
+    for (int position = 0; position < 4; ++position) {
+      // bytes 0-1: kept value 0, bytes 2-3: kept value 1, byte 4: zero
+      source[position] = position == first ? 0x10u : position == second ? 0x32u : 0x44u;
+    }
+    tables.select[threadIdx.x] = make_uint2(source[0] | source[1] << 8, source[2] | source[3] << 8);
+  }
+}
+
+// What one lane loads for one 64-wide K chunk of its tile.
+template <bool kSparse>
+struct ChunkWeights;
+template <>
+struct ChunkWeights<false> {
+  uint4 codes;             // 4 steps x (2 rows x 4 codes)
+  std::uint32_t scales;    // low byte: row r, next byte: row r + 8
+};
+template <>
+struct ChunkWeights<true> {
+  uint2 values;            // 4 steps x (2 rows x 2 kept codes)
+  std::uint32_t indices;   // 8 index codes: step j, half h at nibble 2j + h
+  std::uint32_t scales;
+};
+
+// The per-lane base addresses of one expert's tile.
+struct TileAddress {
+  const std::uint8_t* weights;
+  const std::uint8_t* indices;
+  const std::uint8_t* scales;
+};
+
+template <bool kSparse>
+__device__ __forceinline__ ChunkWeights<kSparse> load_chunk(const TileAddress& at, int chunk) {
+  ChunkWeights<kSparse> w;
+  w.scales = __ldcs(reinterpret_cast<const unsigned short*>(at.scales + chunk * 64));
+  if constexpr (kSparse) {
+    w.values = __ldcs(reinterpret_cast<const uint2*>(at.weights + chunk * 256));
+    w.indices = __ldcs(reinterpret_cast<const unsigned int*>(at.indices + chunk * 128));
+  } else {
+    w.codes = __ldcs(reinterpret_cast<const uint4*>(at.weights + chunk * 512));
+  }
+  return w;
+}
+
+// A fragments (rows r, r + 8) of tensor-core step j of a chunk.
+template <int kStep>
+__device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, const Tables& tables,
+                                               std::uint32_t (&a)[4]) {
+  const std::uint32_t scale_row = tables.scale[w.scales & 0xFF];
+  const std::uint32_t scale_row8 = tables.scale[(w.scales >> 8) & 0xFF];
+  const std::uint32_t q = kStep == 0 ? w.codes.x : kStep == 1 ? w.codes.y : kStep == 2 ? w.codes.z : w.codes.w;
+  a[0] = mul_bf16x2(e2m1_pair_bits<0>(q), scale_row);   // row r,     k +0, +1
+  a[1] = mul_bf16x2(e2m1_pair_bits<1>(q), scale_row8);  // row r + 8, k +0, +1
+  a[2] = mul_bf16x2(e2m1_pair_bits<2>(q), scale_row);   // row r,     k +2, +3
+  a[3] = mul_bf16x2(e2m1_pair_bits<3>(q), scale_row8);  // row r + 8, k +2, +3
+}
+
+template <int kStep>
+__device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, const Tables& tables,
+                                               std::uint32_t (&a)[4]) {
+  const std::uint32_t scale_row = tables.scale[w.scales & 0xFF];
+  const std::uint32_t scale_row8 = tables.scale[(w.scales >> 8) & 0xFF];
+  const std::uint32_t q = kStep < 2 ? w.values.x : w.values.y;
+  const std::uint32_t kept_row = mul_bf16x2(e2m1_pair_bits<2 * (kStep % 2)>(q), scale_row);
+  const std::uint32_t kept_row8 = mul_bf16x2(e2m1_pair_bits<2 * (kStep % 2) + 1>(q), scale_row8);
+  const uint2 select_row = tables.select[(w.indices >> (8 * kStep)) & 0xF];
+  const uint2 select_row8 = tables.select[(w.indices >> (8 * kStep + 4)) & 0xF];
+  a[0] = __byte_perm(kept_row, 0, select_row.x);
+  a[1] = __byte_perm(kept_row8, 0, select_row8.x);
+  a[2] = __byte_perm(kept_row, 0, select_row.y);
+  a[3] = __byte_perm(kept_row8, 0, select_row8.y);
+}
+
+template <int kStep, bool kSparse, int kTokenGroups>
+__device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, const Tables& tables,
+                                              const std::uint32_t (&x)[kTokenGroups][8],
+                                              float (&acc)[kTokenGroups][4]) {
+  std::uint32_t a[4];
+  step_fragments<kStep>(w, tables, a);
+#pragma unroll
+  for (int n = 0; n < kTokenGroups; ++n) {
+    mma_bf16(acc[n], a[0], a[1], a[2], a[3], x[n][2 * kStep], x[n][2 * kStep + 1]);
+  }
+}
+
+struct SlotRows {
+  int expert;      // valid: 0 <= expert < experts
+  bool expert_ok;
+  int first;       // output row of token 0 of this pass
+  int count;       // tokens in this pass, 1..16
+};
+
+__device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
+  return p.token_ids ? p.token_ids[row] : row;
+}
+
+// One pass over a tile for up to 8 * kTokenGroups tokens, partial sums reduced over the warps
+// that split K, stored by the first of them.
+template <bool kSparse, int kWarpsPerTile, int kUnroll, int kTokenGroups>
+__device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables& tables,
+                                          float (*partial)[8][32], const TileAddress& at,
+                                          std::int64_t tile, bool tile_ok, const SlotRows& s) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;
+  const int k_warp = warp % kWarpsPerTile;
+  const std::uint16_t* x_row[kTokenGroups];
+  bool x_ok[kTokenGroups];
+#pragma unroll
+  for (int n = 0; n < kTokenGroups; ++n) {
+    const int column = n * 8 + group;
+    const int token = column < s.count ? token_of(p, s.first + column) : -1;
+    x_ok[n] = token >= 0 && token < p.tokens;
+    x_row[n] = p.x + (x_ok[n] ? token : 0) * p.x_row_stride + 16 * quad;
+  }
+  float acc[kTokenGroups][4] = {};
+  const int chunks = static_cast<int>(p.cols / 64);
+  if (tile_ok && s.expert_ok) {
+    for (int base = k_warp; base < chunks; base += kWarpsPerTile * kUnroll) {
+      ChunkWeights<kSparse> w[kUnroll];
+      std::uint32_t x[kUnroll][kTokenGroups][8];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int chunk = base + u * kWarpsPerTile;
+        if (chunk >= chunks) continue;
+        w[u] = load_chunk<kSparse>(at, chunk);
+#pragma unroll
+        for (int n = 0; n < kTokenGroups; ++n) {
+          uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+          if (x_ok[n]) {
+            lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
+            hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
+          }
+          x[u][n][0] = lo.x, x[u][n][1] = lo.y, x[u][n][2] = lo.z, x[u][n][3] = lo.w;
+          x[u][n][4] = hi.x, x[u][n][5] = hi.y, x[u][n][6] = hi.z, x[u][n][7] = hi.w;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (base + u * kWarpsPerTile >= chunks) continue;
+        multiply_step<0>(w[u], tables, x[u], acc);
+        multiply_step<1>(w[u], tables, x[u], acc);
+        multiply_step<2>(w[u], tables, x[u], acc);
+        multiply_step<3>(w[u], tables, x[u], acc);
+      }
+    }
+  }
+  if constexpr (kWarpsPerTile > 1) {
+#pragma unroll
+    for (int n = 0; n < kTokenGroups; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][n * 4 + i][lane] = acc[n][i];
+    }
+    __syncthreads();
+    if (k_warp == 0) {
+      for (int other = 1; other < kWarpsPerTile; ++other) {
+#pragma unroll
+        for (int n = 0; n < kTokenGroups; ++n) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[n][i] += partial[warp + other][n * 4 + i][lane];
+        }
+      }
+    }
+    __syncthreads();  // the next pass reuses `partial`
+  }
+  if (k_warp != 0 || !tile_ok) return;
+  const float global = s.expert_ok ? p.global_scales[s.expert] * 256.0f : 0.0f;
+#pragma unroll
+  for (int n = 0; n < kTokenGroups; ++n) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int column = n * 8 + 2 * quad + (i & 1);
+      if (column >= s.count) continue;
+      const int token = token_of(p, s.first + column);
+      const bool ok = s.expert_ok && token >= 0 && token < p.tokens;
+      const std::int64_t row = tile * 16 + group + (i >= 2 ? 8 : 0);
+      p.output[static_cast<std::int64_t>(s.first + column) * p.output_row_stride + row] =
+          ok ? float_to_bf16(acc[n][i] * global) : std::uint16_t{0x7FC0};
+    }
+  }
+}
+
+template <bool kSparse, int kWarpsPerTile, int kUnroll>
+__global__ void __launch_bounds__(kThreads) nvfp4_gemv_kernel(Nvfp4GemvParams p) {
+  constexpr int kTilesPerBlock = kGemvWarpsPerBlock / kWarpsPerTile;
+  __shared__ Tables tables;
+  __shared__ float partial[kWarpsPerTile > 1 ? kGemvWarpsPerBlock : 1][8][32];
+  fill_tables(tables);
+  __syncthreads();
+
+  const int slot = blockIdx.y;
+  const int expert = p.expert_ids ? p.expert_ids[slot] : 0;
+  if (expert < 0) return;  // idle slot: uniform over the block
+  const int begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
+  const int end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * kTilesPerBlock + warp / kWarpsPerTile;
+  const bool tile_ok = tile < p.rows / 16;
+  const bool expert_ok = expert < p.experts;
+  const std::int64_t weight_codes = p.rows * p.cols;  // per expert
+  const std::int64_t first_chunk = tile * (p.cols / 64);
+  const std::int64_t e = expert_ok ? expert : 0;
+  TileAddress at;
+  at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + lane * 2;
+  if constexpr (kSparse) {
+    at.weights = p.weights + e * (weight_codes / 4) + first_chunk * 256 + lane * 8;
+    at.indices = p.indices + e * (weight_codes / 8) + first_chunk * 128 + lane * 4;
+  } else {
+    at.weights = p.weights + e * (weight_codes / 2) + first_chunk * 512 + lane * 16;
+    at.indices = nullptr;
+  }
+  for (int first = begin; first < end; first += 16) {
+    const SlotRows s{expert, expert_ok, first, min(16, end - first)};
+    if (s.count > 8) {
+      tile_pass<kSparse, kWarpsPerTile, 2, 2>(p, tables, partial, at, tile, tile_ok, s);
+    } else {
+      tile_pass<kSparse, kWarpsPerTile, kUnroll, 1>(p, tables, partial, at, tile, tile_ok, s);
+    }
+  }
+}
+
+template <bool kSparse>
+void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_t stream) {
+  const char* op = kSparse ? kSparseOp : kDenseOp;
+  const std::int64_t tiles = p.rows / 16;
+  const int tiles_per_block = kGemvWarpsPerBlock / config.warps_per_tile;
+  const dim3 grid(static_cast<unsigned>((tiles + tiles_per_block - 1) / tiles_per_block),
+                  static_cast<unsigned>(p.slots));
+  auto run = [&](auto kernel) { kernel<<<grid, kThreads, 0, stream>>>(p); };
+  const int key = config.warps_per_tile * 10 + config.unroll;
+  switch (key) {
+    case 12: run(nvfp4_gemv_kernel<kSparse, 1, 2>); break;
+    case 14: run(nvfp4_gemv_kernel<kSparse, 1, 4>); break;
+    case 22: run(nvfp4_gemv_kernel<kSparse, 2, 2>); break;
+    case 24: run(nvfp4_gemv_kernel<kSparse, 2, 4>); break;
+    case 42: run(nvfp4_gemv_kernel<kSparse, 4, 2>); break;
+    case 44: run(nvfp4_gemv_kernel<kSparse, 4, 4>); break;
+    default: throw Error(op, "config", "warps_per_tile 1|2|4 and unroll 2|4", std::to_string(key));
+  }
+  check_launch(op);
+}
+
+}  // namespace
+
+void launch_nvfp4_gemv(const Nvfp4GemvParams& p, cudaStream_t stream) {
+  const bool sparse = p.indices != nullptr;
+  const char* op = sparse ? kSparseOp : kDenseOp;
+  if (p.slots > 65535) {
+    throw Error(op, "routing.expert_ids", "at most 65535 slots (grid.y)", std::to_string(p.slots));
+  }
+  if (p.slots == 0 || p.rows == 0) return;
+  const Nvfp4GemvConfig config = choose_nvfp4_gemv_config(p.rows, p.cols, p.slots, sparse);
+  if (sparse) {
+    launch<true>(p, config, stream);
+  } else {
+    launch<false>(p, config, stream);
+  }
+}
+
+}  // namespace lowbit::cuda

@@ -1,0 +1,208 @@
+// NVFP4 weight preparation on host tensors (run once at load time): 2:4 magnitude pruning into
+// the compressed format, its inverse, and the re-layout into the GEMV kernels' layout
+// (docs/nvfp4.md; byte addresses in src/common/nvfp4_gemv_layout.h).
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "../common/nvfp4_gemv_layout.h"
+#include "../common/nvfp4_recipe.h"
+#include "../reference/nvfp4.h"
+#include "arg_check.h"
+#include "lowbit/nvfp4.h"
+#include "nvfp4_check.h"
+
+namespace lowbit {
+
+namespace {
+
+using reference::read_nibble;
+using reference::write_nibble;
+
+void require_host(const detail::ArgCheck& check, const char* name, const TensorView& t) {
+  if (t.device != Device::kCPU) {
+    check.fail(name, "a host tensor (weight preparation runs on the CPU, once per load)",
+               t.describe());
+  }
+}
+
+// Experts, rows and logical K of a [N, K / elements_per_byte] or [E, N, ...] byte tensor.
+struct WeightShape {
+  std::int64_t experts, rows, cols;
+};
+WeightShape weight_shape(const detail::ArgCheck& check, const char* name, const TensorView& t,
+                         int elements_per_byte, bool gemv_layout) {
+  require_host(check, name, t);
+  if (t.rank != 2 && t.rank != 3) check.fail(name, "rank 2 or 3", t.describe());
+  const WeightShape shape{t.rank == 3 ? t.shape[0] : 1, t.shape[t.rank - 2],
+                          t.shape[t.rank - 1] * elements_per_byte};
+  if (shape.cols % 16 != 0) check.fail(name, "K a multiple of 16 (NVFP4 blocks)", t.describe());
+  if (gemv_layout && (shape.rows % 16 != 0 || shape.cols % 64 != 0)) {
+    check.fail(name, "N a multiple of 16 and K a multiple of 64 (GEMV layout)", t.describe());
+  }
+  return shape;
+}
+
+void check_like(const detail::ArgCheck& check, const char* name, const TensorView& t,
+                const WeightShape& shape, int elements_per_byte, DType dtype, const TensorView& ref) {
+  detail::check_expert_bytes(check, name, t, shape.experts, shape.rows,
+                             shape.cols / elements_per_byte, dtype, ref);
+}
+
+const std::uint8_t* bytes_of(const TensorView& t) { return static_cast<const std::uint8_t*>(t.data); }
+std::uint8_t* mutable_bytes_of(const TensorView& t) { return static_cast<std::uint8_t*>(t.data); }
+
+// The two kept positions (ascending) of a group of 4 codes: largest magnitudes, lower index
+// first among equals.
+void pick_two(const std::uint8_t codes[4], int& first, int& second) {
+  int best[2] = {-1, -1};
+  for (int i = 0; i < 4; ++i) {
+    const int magnitude = codes[i] & 7;  // e2m1 magnitudes are ordered like their codes
+    if (best[0] < 0 || magnitude > (codes[best[0]] & 7)) {
+      best[1] = best[0];
+      best[0] = i;
+    } else if (best[1] < 0 || magnitude > (codes[best[1]] & 7)) {
+      best[1] = i;
+    }
+  }
+  first = best[0] < best[1] ? best[0] : best[1];
+  second = best[0] < best[1] ? best[1] : best[0];
+}
+
+}  // namespace
+
+Nvfp4PruneReport nvfp4_sparsify_24(const Nvfp4Sparsify24Args& args) {
+  const detail::ArgCheck check("nvfp4_sparsify_24");
+  const WeightShape shape = weight_shape(check, "packed", args.packed, 2, false);
+  if (shape.experts != 1 || args.packed.rank != 2) check.fail("packed", "rank 2", args.packed.describe());
+  check_like(check, "packed", args.packed, shape, 2, DType::kUInt8, args.packed);
+  check_like(check, "block_scales", args.block_scales, shape, 16, DType::kFP8E4M3, args.packed);
+  check_like(check, "values", args.values, shape, 4, DType::kUInt8, args.packed);
+  check_like(check, "indices", args.indices, shape, 8, DType::kUInt8, args.packed);
+  if (!(args.global_scale > 0.0f && std::isfinite(args.global_scale))) {
+    check.fail("global_scale", "a finite value > 0", std::to_string(args.global_scale));
+  }
+  const std::uint8_t* dense = bytes_of(args.packed);
+  const std::uint8_t* scales = bytes_of(args.block_scales);
+  std::uint8_t* values = mutable_bytes_of(args.values);
+  std::uint8_t* indices = mutable_bytes_of(args.indices);
+  Nvfp4PruneReport report;
+  double error_squares = 0.0, norm_squares = 0.0;
+  const std::int64_t groups_per_row = shape.cols / 4;
+  for (std::int64_t r = 0; r < shape.rows; ++r) {
+    for (std::int64_t g = 0; g < groups_per_row; ++g) {
+      const std::int64_t k0 = g * 4;
+      std::uint8_t codes[4];
+      int nonzero = 0;
+      for (int i = 0; i < 4; ++i) {
+        codes[i] = read_nibble(dense, r * shape.cols + k0 + i);
+        nonzero += (codes[i] & 7) != 0;
+      }
+      int first = 0, second = 0;
+      pick_two(codes, first, second);
+      const std::int64_t v = r * groups_per_row + g;
+      values[v] = pack_e2m1x2(codes[first], codes[second]);
+      write_nibble(indices, v, static_cast<std::uint8_t>(first | (second << 2)));
+      const float block_scale = fp8_e4m3_to_float(scales[r * (shape.cols / 16) + k0 / 16]);
+      for (int i = 0; i < 4; ++i) {
+        const double w = detail::nvfp4_dequantize_value(codes[i], block_scale, args.global_scale);
+        const double kept = (i == first || i == second) ? w : 0.0;
+        error_squares += (w - kept) * (w - kept);
+        norm_squares += w * w;
+        report.max_abs_error = std::fmax(report.max_abs_error, std::fabs(w - kept));
+      }
+      ++report.groups;
+      report.groups_losing_nonzeros += nonzero > 2;
+    }
+  }
+  report.relative_frobenius_error = norm_squares > 0.0 ? std::sqrt(error_squares / norm_squares) : 0.0;
+  return report;
+}
+
+void nvfp4_sparse24_to_dense(const TensorView& values, const TensorView& indices,
+                             const TensorView& packed) {
+  const detail::ArgCheck check("nvfp4_sparse24_to_dense");
+  const WeightShape shape = weight_shape(check, "values", values, 4, false);
+  check_like(check, "values", values, shape, 4, DType::kUInt8, values);
+  check_like(check, "indices", indices, shape, 8, DType::kUInt8, values);
+  check_like(check, "packed", packed, shape, 2, DType::kUInt8, values);
+  const std::int64_t groups = shape.experts * shape.rows * (shape.cols / 4);
+  std::uint8_t* dense = mutable_bytes_of(packed);
+  for (std::int64_t v = 0; v < groups; ++v) {
+    const std::uint8_t code = read_nibble(bytes_of(indices), v);
+    std::uint8_t group[4] = {0, 0, 0, 0};
+    group[code & 3] = bytes_of(values)[v] & 0xF;
+    group[code >> 2] = bytes_of(values)[v] >> 4;
+    dense[2 * v] = pack_e2m1x2(group[0], group[1]);
+    dense[2 * v + 1] = pack_e2m1x2(group[2], group[3]);
+  }
+}
+
+void nvfp4_relayout_for_gemv(const TensorView& packed, const TensorView& block_scales,
+                             const TensorView& gemv_packed, const TensorView& gemv_block_scales) {
+  const detail::ArgCheck check("nvfp4_relayout_for_gemv");
+  const WeightShape shape = weight_shape(check, "packed", packed, 2, true);
+  check_like(check, "packed", packed, shape, 2, DType::kUInt8, packed);
+  check_like(check, "block_scales", block_scales, shape, 16, DType::kFP8E4M3, packed);
+  check_like(check, "gemv_packed", gemv_packed, shape, 2, DType::kUInt8, packed);
+  check_like(check, "gemv_block_scales", gemv_block_scales, shape, 16, DType::kFP8E4M3, packed);
+  const std::int64_t codes = shape.rows * shape.cols;
+  for (std::int64_t e = 0; e < shape.experts; ++e) {
+    const std::uint8_t* from = bytes_of(packed) + e * codes / 2;
+    std::uint8_t* to = mutable_bytes_of(gemv_packed) + e * codes / 2;
+    const std::uint8_t* scales_from = bytes_of(block_scales) + e * codes / 16;
+    std::uint8_t* scales_to = mutable_bytes_of(gemv_block_scales) + e * codes / 16;
+    for (std::int64_t r = 0; r < shape.rows; ++r) {
+      for (std::int64_t k = 0; k < shape.cols; ++k) {
+        write_nibble(to, detail::nvfp4_gemv_dense_nibble(r, k, shape.cols),
+                     read_nibble(from, r * shape.cols + k));
+      }
+      for (std::int64_t k = 0; k < shape.cols; k += 16) {
+        scales_to[detail::nvfp4_gemv_scale_byte(r, k, shape.cols)] =
+            scales_from[r * (shape.cols / 16) + k / 16];
+      }
+    }
+  }
+}
+
+void nvfp4_sparse24_relayout_for_gemv(const TensorView& values, const TensorView& indices,
+                                      const TensorView& block_scales,
+                                      const TensorView& gemv_values,
+                                      const TensorView& gemv_indices,
+                                      const TensorView& gemv_block_scales) {
+  const detail::ArgCheck check("nvfp4_sparse24_relayout_for_gemv");
+  const WeightShape shape = weight_shape(check, "values", values, 4, true);
+  check_like(check, "values", values, shape, 4, DType::kUInt8, values);
+  check_like(check, "indices", indices, shape, 8, DType::kUInt8, values);
+  check_like(check, "block_scales", block_scales, shape, 16, DType::kFP8E4M3, values);
+  check_like(check, "gemv_values", gemv_values, shape, 4, DType::kUInt8, values);
+  check_like(check, "gemv_indices", gemv_indices, shape, 8, DType::kUInt8, values);
+  check_like(check, "gemv_block_scales", gemv_block_scales, shape, 16, DType::kFP8E4M3, values);
+  const std::int64_t codes = shape.rows * shape.cols;
+  const std::int64_t groups_per_row = shape.cols / 4;
+  for (std::int64_t e = 0; e < shape.experts; ++e) {
+    const std::uint8_t* v_from = bytes_of(values) + e * codes / 4;
+    const std::uint8_t* i_from = bytes_of(indices) + e * codes / 8;
+    std::uint8_t* v_to = mutable_bytes_of(gemv_values) + e * codes / 4;
+    std::uint8_t* i_to = mutable_bytes_of(gemv_indices) + e * codes / 8;
+    const std::uint8_t* scales_from = bytes_of(block_scales) + e * codes / 16;
+    std::uint8_t* scales_to = mutable_bytes_of(gemv_block_scales) + e * codes / 16;
+    for (std::int64_t r = 0; r < shape.rows; ++r) {
+      for (std::int64_t g = 0; g < groups_per_row; ++g) {
+        const std::int64_t v = r * groups_per_row + g;
+        for (int kept = 0; kept < 2; ++kept) {
+          write_nibble(v_to, detail::nvfp4_gemv_sparse_value_nibble(r, g, kept, shape.cols),
+                       read_nibble(v_from, 2 * v + kept));
+        }
+        write_nibble(i_to, detail::nvfp4_gemv_sparse_index_nibble(r, g, shape.cols),
+                     read_nibble(i_from, v));
+      }
+      for (std::int64_t k = 0; k < shape.cols; k += 16) {
+        scales_to[detail::nvfp4_gemv_scale_byte(r, k, shape.cols)] =
+            scales_from[r * (shape.cols / 16) + k / 16];
+      }
+    }
+  }
+}
+
+}  // namespace lowbit
