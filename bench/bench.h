@@ -14,6 +14,9 @@ struct BenchOptions {
 // per_token_group_quant over the M x K grid, against the device copy bandwidth.
 int run_quant_bench(const BenchOptions& options);
 
+// NVFP4 dense and 2:4 MoE-decode GEMVs against copy bandwidth and cuBLASLt bf16.
+int run_nvfp4_bench(const BenchOptions& options);
+
 }  // namespace lowbit::bench
 
 namespace lowbit::bench {

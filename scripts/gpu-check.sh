@@ -5,6 +5,8 @@
 # nlohmann/json headers): name it in the device tool's `carry`.
 # The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
 #   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
+#                               [--tests=GTEST_FILTER] [--benches=quant,nvfp4]
+# --tests runs only the matching GPU tests (no forced-kernel reruns, no demo).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,8 +14,12 @@ out="${OUT:-out}"
 quick=""
 only_bench=0
 only_python=0
+tests_filter=""
+benches="quant,nvfp4"
 for arg in "$@"; do
   case "$arg" in
+    --tests=*) tests_filter="${arg#--tests=}" ;;
+    --benches=*) benches="${arg#--benches=}" ;;
     --quick) quick="--quick" ;;
     --only-bench) only_bench=1 ;;
     --only-python) only_python=1 ;;
@@ -65,7 +71,11 @@ if [ "$status" -ne 0 ]; then
   exit 1
 fi
 
-if [ "$only_bench" -eq 0 ]; then
+if [ "$only_bench" -eq 0 ] && [ -n "$tests_filter" ]; then
+  step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
+  step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_filter="$tests_filter" \
+    --gtest_output="json:$out/gpu_tests.json"
+elif [ "$only_bench" -eq 0 ]; then
   step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
   step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_output="json:$out/gpu_tests.json"
   # The heuristics pick a kernel by size; run the quant cases on each kernel explicitly too.
@@ -75,7 +85,9 @@ if [ "$only_bench" -eq 0 ]; then
   done
   step demo "$build/tools/lowbit"
 fi
-step bench_quant "$build/tools/lowbit" bench quant $quick --json "$out/bench_quant.json"
+for family in ${benches//,/ }; do
+  step "bench_$family" "$build/tools/lowbit" bench "$family" $quick --json "$out/bench_$family.json"
+done
 [ "$only_bench" -eq 1 ] || [ ! -d .whl ] || python_suites
 
 echo "=== summary"

@@ -1,0 +1,276 @@
+// `lowbit bench nvfp4`: the NVFP4 MoE-decode GEMVs as weight streams. For each model's expert
+// shapes (gate_up and down) and M = 1, 4, 16 tokens routed top-k over the real expert count:
+//   dense  nvfp4_gemv:          reads A experts x (N K / 2 codes + N K / 16 scales) + x, writes y
+//   2:4    nvfp4_sparse24_gemv: reads A experts x (N K / 4 values + N K / 8 indices + N K / 16)
+//   cuBLASLt bf16 batched GEMM: the same experts in bf16 (4x the dense bytes), m = ceil(P / A)
+//                               tokens per expert (the in-run baseline the issue names)
+// GB/s counts those bytes once over the median time and is set against the device copy
+// bandwidth measured in the same run. Each launch draws its own routing (rotation sets), so the
+// weight bytes of successive launches differ and the working set exceeds 2.5x L2.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "harness.cuh"
+#include "lowbit/nvfp4.h"
+
+namespace lowbit::bench {
+
+namespace {
+
+struct Model {
+  const char* name;
+  std::int64_t experts, hidden, intermediate;
+  int top_k;
+};
+constexpr Model kModels[] = {{"deepseek-v3", 256, 7168, 2048, 8},
+                             {"qwen3-30b-a3b", 128, 2048, 768, 8},
+                             {"qwen3-next-80b-a3b", 512, 2048, 512, 10}};
+
+__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
+                                  int kind) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    const std::uint8_t r = static_cast<std::uint8_t>(h);
+    const std::uint8_t valid_pairs[6] = {4, 8, 12, 9, 13, 14};  // 2:4 codes i0 | i1 << 2
+    switch (kind) {
+      case 0: data[i] = r; break;                              // e2m1 codes
+      case 1: data[i] = static_cast<std::uint8_t>(0x28 + (r & 0x1F)); break;  // e4m3 scales
+      default: data[i] = valid_pairs[r % 6] | (valid_pairs[(r >> 4) % 6] << 4); break;
+    }
+  }
+}
+
+void fill_bytes(void* data, std::int64_t count, std::uint64_t seed, int kind) {
+  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, seed, kind);
+  check(cudaGetLastError(), "fill kernel");
+}
+
+struct RoutingSet {
+  std::unique_ptr<DeviceMemory> ids, offsets, tokens;
+  std::int64_t slots = 0, rows = 0, active = 0;
+  std::vector<std::int32_t> active_ids;
+};
+
+RoutingSet make_routing(const Model& m, std::int64_t tokens, std::mt19937_64& rng) {
+  std::vector<std::vector<std::int32_t>> lists(m.experts);
+  std::vector<std::int32_t> all(m.experts);
+  for (std::int32_t e = 0; e < m.experts; ++e) all[e] = e;
+  for (std::int32_t t = 0; t < tokens; ++t) {
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int j = 0; j < m.top_k; ++j) lists[all[j]].push_back(t);
+  }
+  std::vector<std::int32_t> ids, offsets = {0}, token_ids;
+  for (std::int32_t e = 0; e < m.experts; ++e) {
+    if (lists[e].empty()) continue;
+    ids.push_back(e);
+    token_ids.insert(token_ids.end(), lists[e].begin(), lists[e].end());
+    offsets.push_back(static_cast<std::int32_t>(token_ids.size()));
+  }
+  RoutingSet set;
+  auto upload = [](const std::vector<std::int32_t>& v) {
+    auto d = std::make_unique<DeviceMemory>(v.size() * 4);
+    check(cudaMemcpy(d->get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), "routing upload");
+    return d;
+  };
+  set.ids = upload(ids);
+  set.offsets = upload(offsets);
+  set.tokens = upload(token_ids);
+  set.slots = static_cast<std::int64_t>(ids.size());
+  set.rows = static_cast<std::int64_t>(token_ids.size());
+  set.active = set.slots;
+  set.active_ids = ids;
+  return set;
+}
+
+// cuBLASLt bf16 batched GEMM: batch experts, D[N, m] = W[N, K] x X[m, K]^T, fp32 accumulation.
+class CublasLtBf16Batched {
+ public:
+  CublasLtBf16Batched(std::int64_t n, std::int64_t k, std::int64_t m, std::int64_t batch)
+      : n_(n), k_(k), m_(m), batch_(batch) {
+    check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
+    check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "transa");
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)), "transb");
+    a_ = layout(k, n, k, k * n);  // W as column-major [K, N]
+    b_ = layout(k, m, k, k * m);  // X as column-major [K, m]
+    d_ = layout(n, m, n, n * m);
+    check_lt(cublasLtMatmulPreferenceCreate(&preference_), "preference");
+    const std::size_t workspace = 32 << 20;
+    check_lt(cublasLtMatmulPreferenceSetAttribute(preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &workspace, sizeof(workspace)), "workspace");
+    workspace_ = std::make_unique<DeviceMemory>(workspace);
+    int found = 0;
+    check_lt(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, d_, d_, preference_, 1, &heuristic_, &found), "heuristic");
+    if (found == 0) throw Error("bench nvfp4", "cublasLt", "an algorithm", "none");
+  }
+  ~CublasLtBf16Batched() {
+    cublasLtMatmulPreferenceDestroy(preference_);
+    cublasLtMatrixLayoutDestroy(a_);
+    cublasLtMatrixLayoutDestroy(b_);
+    cublasLtMatrixLayoutDestroy(d_);
+    cublasLtMatmulDescDestroy(desc_);
+    cublasLtDestroy(handle_);
+  }
+  void run(const void* w, const void* x, void* y) const {
+    const float one = 1.0f, zero = 0.0f;
+    check_lt(cublasLtMatmul(handle_, desc_, &one, w, a_, x, b_, &zero, y, d_, y, d_, &heuristic_.algo,
+                            workspace_->get(), 32 << 20, nullptr), "cublasLtMatmul");
+  }
+
+ private:
+  static void check_lt(cublasStatus_t status, const char* what) {
+    if (status != CUBLAS_STATUS_SUCCESS) throw Error("bench nvfp4", what, "CUBLAS_STATUS_SUCCESS", std::to_string(status));
+  }
+  cublasLtMatrixLayout_t layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t stride) const {
+    cublasLtMatrixLayout_t l;
+    check_lt(cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, rows, cols, ld), "layout");
+    const int count = static_cast<int>(batch_);
+    check_lt(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), "batch");
+    check_lt(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)), "stride");
+    return l;
+  }
+  std::int64_t n_, k_, m_, batch_;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
+  cublasLtMatmulPreference_t preference_ = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic_ = {};
+  std::unique_ptr<DeviceMemory> workspace_;
+};
+
+struct Measured {
+  double us, gbps;
+};
+
+Measured measure(const std::function<void(int)>& launch, int sets, int samples, double bytes) {
+  const Timing t = time_launches(launch, sets, samples);
+  return {t.median_ms * 1e3, bytes / (t.median_ms * 1e-3) / 1e9};
+}
+
+}  // namespace
+
+int run_nvfp4_bench(const BenchOptions& options) {
+  const DeviceInfo device = device_info();
+  const int samples = options.quick ? 5 : 30;
+  const double copy_gbps = measure_copy_gbps(samples);
+  std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
+              static_cast<long long>(device.l2_bytes >> 20));
+  std::printf("ceiling: device copy %.1f GB/s (read + write)\n", copy_gbps);
+  std::printf("%-20s %-7s %3s %4s | %9s %7s %6s | %9s %7s %6s %6s | %9s %7s %6s %6s\n", "model", "proj",
+              "M", "exp", "dense us", "GB/s", "%copy", "2:4 us", "GB/s", "%copy", "x dns", "bf16 us",
+              "GB/s", "%copy", "dns x");
+  nlohmann::json results = nlohmann::json::array();
+  std::mt19937_64 rng(2026);
+  const std::vector<std::int64_t> token_counts = {1, 4, 16};
+  for (const Model& m : kModels) {
+    for (bool gate_up : {true, false}) {
+      const std::int64_t n = gate_up ? 2 * m.intermediate : m.hidden;
+      const std::int64_t k = gate_up ? m.hidden : m.intermediate;
+      const std::int64_t codes = n * k, e = m.experts;
+      DeviceMemory packed(e * codes / 2), values(e * codes / 4), indices(e * codes / 8),
+          scales(e * codes / 16), globals(e * 4), x(16 * k * 2), y(16 * m.top_k * n * 2);
+      fill_bytes(packed.get(), e * codes / 2, 1, 0);
+      fill_bytes(values.get(), e * codes / 4, 2, 0);
+      fill_bytes(indices.get(), e * codes / 8, 3, 2);
+      fill_bytes(scales.get(), e * codes / 16, 4, 1);
+      std::vector<float> g(e, 1.0f / 1024);
+      check(cudaMemcpy(globals.get(), g.data(), e * 4, cudaMemcpyHostToDevice), "globals");
+      fill_random_activations(x.get(), 16 * k, 2, 7);
+      auto view3 = [&](DeviceMemory& d, std::int64_t div, DType dtype) {
+        return TensorView::contiguous(d.get(), dtype, {e, n, k / div}, Device::kCUDA);
+      };
+      for (std::int64_t tokens : token_counts) {
+        // Routing sets: enough that the weight bytes of successive launches exceed 2.5x L2.
+        std::vector<RoutingSet> sets;
+        sets.push_back(make_routing(m, tokens, rng));
+        const std::int64_t active = sets[0].active;
+        const double weight_bytes = static_cast<double>(active) * (codes / 2 + codes / 16);
+        const int count = rotation_sets(static_cast<std::int64_t>(weight_bytes), device.l2_bytes);
+        while (static_cast<int>(sets.size()) < count) sets.push_back(make_routing(m, tokens, rng));
+        const double io_bytes = tokens * k * 2.0 + sets[0].rows * n * 2.0;
+        auto gemv_args = [&](int s) {
+          const RoutingSet& r = sets[s];
+          Nvfp4MoeRouting routing{
+              TensorView::contiguous(r.ids->get(), DType::kInt32, {r.slots}, Device::kCUDA),
+              TensorView::contiguous(r.offsets->get(), DType::kInt32, {r.slots + 1}, Device::kCUDA),
+              TensorView::contiguous(r.tokens->get(), DType::kInt32, {r.rows}, Device::kCUDA)};
+          return routing;
+        };
+        const TensorView xv = TensorView::contiguous(x.get(), DType::kBF16, {tokens, k}, Device::kCUDA);
+        const TensorView gv = TensorView::contiguous(globals.get(), DType::kFP32, {e}, Device::kCUDA);
+        auto yv = [&](int s) {
+          return TensorView::contiguous(y.get(), DType::kBF16, {sets[s].rows, n}, Device::kCUDA);
+        };
+        const Measured dense = measure(
+            [&](int s) {
+              nvfp4_gemv({xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)});
+            },
+            count, samples, weight_bytes + io_bytes);
+        const double sparse_weight_bytes = static_cast<double>(active) * (codes / 4 + codes / 8 + codes / 16);
+        const Measured sparse = measure(
+            [&](int s) {
+              nvfp4_sparse24_gemv({xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
+                                   view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)});
+            },
+            count, samples, sparse_weight_bytes + io_bytes);
+        // cuBLASLt bf16: the active experts' weights in bf16, m tokens each.
+        const std::int64_t per_expert = (sets[0].rows + active - 1) / active;
+        const double bf16_bytes = static_cast<double>(active) * codes * 2;
+        const int bf16_sets = rotation_sets(static_cast<std::int64_t>(bf16_bytes), device.l2_bytes);
+        std::vector<std::unique_ptr<DeviceMemory>> bf16_weights;
+        for (int s = 0; s < bf16_sets; ++s) {
+          bf16_weights.push_back(std::make_unique<DeviceMemory>(static_cast<std::size_t>(bf16_bytes)));
+          fill_random_activations(bf16_weights.back()->get(), active * codes, 2, 100 + s);
+        }
+        DeviceMemory bx(active * per_expert * k * 2), by(active * per_expert * n * 2);
+        fill_random_activations(bx.get(), active * per_expert * k, 2, 9);
+        const CublasLtBf16Batched gemm(n, k, per_expert, active);
+        const Measured bf16 = measure([&](int s) { gemm.run(bf16_weights[s]->get(), bx.get(), by.get()); },
+                                      bf16_sets, samples,
+                                      bf16_bytes + active * per_expert * (k + n) * 2.0);
+        std::printf("%-20s %-7s %3lld %4lld | %9.2f %7.0f %5.1f%% | %9.2f %7.0f %5.1f%% %5.2fx | %9.2f %7.0f %5.1f%% %5.2fx\n",
+                    m.name, gate_up ? "gate_up" : "down", static_cast<long long>(tokens),
+                    static_cast<long long>(active), dense.us, dense.gbps, 100 * dense.gbps / copy_gbps,
+                    sparse.us, sparse.gbps, 100 * sparse.gbps / copy_gbps, dense.us / sparse.us, bf16.us,
+                    bf16.gbps, 100 * bf16.gbps / copy_gbps, bf16.us / dense.us);
+        std::fflush(stdout);
+        results.push_back({{"model", m.name}, {"projection", gate_up ? "gate_up" : "down"},
+                           {"n", n}, {"k", k}, {"tokens", tokens}, {"top_k", m.top_k},
+                           {"active_experts", active}, {"output_rows", sets[0].rows}, {"routing_sets", count},
+                           {"dense_us", dense.us}, {"dense_gbps", dense.gbps}, {"dense_fraction_of_copy", dense.gbps / copy_gbps},
+                           {"dense_bytes", weight_bytes + io_bytes},
+                           {"sparse24_us", sparse.us}, {"sparse24_gbps", sparse.gbps},
+                           {"sparse24_fraction_of_copy", sparse.gbps / copy_gbps},
+                           {"sparse24_bytes", sparse_weight_bytes + io_bytes},
+                           {"sparse24_speedup_vs_dense", dense.us / sparse.us},
+                           {"cublaslt_bf16_us", bf16.us}, {"cublaslt_bf16_gbps", bf16.gbps},
+                           {"cublaslt_bf16_tokens_per_expert", per_expert},
+                           {"dense_speedup_vs_cublaslt_bf16", bf16.us / dense.us}});
+      }
+    }
+  }
+  if (!options.json_path.empty()) {
+    nlohmann::json report = {{"benchmark", "nvfp4"}, {"device", device.name}, {"copy_gbps", copy_gbps},
+                             {"results", results}};
+    std::ofstream(options.json_path) << report.dump(2) << "\n";
+    std::printf("wrote %s\n", options.json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace lowbit::bench

@@ -1,0 +1,462 @@
+// NVFP4 on the GPU: the quantizer and dequantizer bit for bit against the CPU reference, and the
+// dense and 2:4-sparse GEMVs against (a) the CPU reference and (b) dequantize-then-matmul
+// (nvfp4_dequantize_weight on the GPU, then a double-precision matmul here), within the tolerance
+// below, for the MoE shapes of Qwen3-30B-A3B, DeepSeek-V3 and Qwen3-Next-80B-A3B with their real
+// expert counts; 2:4 against dense on the pruned codes bit for bit; CUDA-graph replay with a new
+// routing. Outputs are poisoned with NaN before every run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "common/device_buffer.cuh"
+#include "common/test_data.h"
+#include "lowbit/formats.h"
+#include "lowbit/nvfp4.h"
+
+namespace lowbit {
+namespace {
+
+using testing::DeviceBuffer;
+using Bytes = std::vector<std::uint8_t>;
+
+// GEMV tolerance (docs/nvfp4.md): |gpu - ref| <= 2^-8 |ref| + 2^-12 * sum_k |x_k * w_k|.
+// 2^-8 |ref|: both results are rounded to bf16 (half an ulp, 2^-9, each). 2^-12 * sum |terms|:
+// the tensor cores' fp32 accumulation over K <= 7168 products in an order unlike the
+// reference's (a sum's rounding error grows with the sum of the magnitudes of its terms; the
+// worst case K * 2^-24 is 2^-11.2 here, the typical one far below). A misplaced weight moves
+// the result by a term of size ~ sum / K for every output, far beyond this bound in aggregate;
+// the test also requires the mean error to stay below 2^-16 * sum.
+constexpr double kRelativeTolerance = 1.0 / 256;
+constexpr double kSumTolerance = 1.0 / 4096;
+
+std::uint64_t salt = 9000;
+
+#define EXPECT_CUDA(call) EXPECT_EQ((call), cudaSuccess) << #call
+
+// fn(i) for i in [0, count), spread over the host's cores.
+void parallel_each(std::int64_t count, const std::function<void(std::int64_t)>& fn) {
+  testing::parallel_for(count * 4096, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = (begin + 4095) / 4096; i * 4096 < end && i < count; ++i) fn(i);
+  });
+}
+
+Bytes random_bytes(std::size_t n, std::mt19937_64& rng) {
+  Bytes b(n);
+  for (auto& v : b) v = static_cast<std::uint8_t>(rng());
+  return b;
+}
+
+// e4m3 block scales 2^-4 .. 2^4 with random mantissas (no NaN codes).
+Bytes random_scale_codes(std::size_t n, std::mt19937_64& rng) {
+  Bytes b(n);
+  std::uniform_int_distribution<int> code(0x18, 0x5F);
+  for (auto& v : b) v = static_cast<std::uint8_t>(code(rng)) | static_cast<std::uint8_t>(rng() & 0x80);
+  return b;
+}
+
+// ---- quantizer ---------------------------------------------------------------------------------
+
+void expect_quantizer_matches(std::int64_t rows, std::int64_t cols, DType dtype, bool given_global) {
+  SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype_name(dtype) +
+               (given_global ? " given global" : ""));
+  const std::vector<std::uint8_t> w = testing::random_activations(dtype, rows, cols, cols, ++salt);
+  float global = 0.0123f;
+  Bytes packed(rows * cols / 2, 0xEE), scales(rows * cols / 16, 0xEE);
+  Nvfp4QuantizeWeightArgs host;
+  host.weight = TensorView::contiguous(const_cast<std::uint8_t*>(w.data()), dtype, {rows, cols});
+  host.packed = TensorView::contiguous(packed.data(), DType::kUInt8, {rows, cols / 2});
+  host.block_scales = TensorView::contiguous(scales.data(), DType::kFP8E4M3, {rows, cols / 16});
+  host.global_scale = TensorView::contiguous(&global, DType::kFP32, {1});
+  host.global_scale_is_input = given_global;
+  nvfp4_quantize_weight(host);
+
+  DeviceBuffer d_w(w.size()), d_packed(packed.size()), d_scales(scales.size()), d_global(4),
+      d_workspace(nvfp4_quantize_weight_workspace_bytes());
+  d_w.upload(w);
+  d_packed.fill_byte(0xEE);
+  d_scales.fill_byte(0xFF);
+  const float initial_global = 0.0123f;
+  d_global.upload(std::vector<float>{initial_global});
+  Nvfp4QuantizeWeightArgs dev = host;
+  dev.weight = TensorView::contiguous(d_w.data(), dtype, {rows, cols}, Device::kCUDA);
+  dev.packed = TensorView::contiguous(d_packed.data(), DType::kUInt8, {rows, cols / 2}, Device::kCUDA);
+  dev.block_scales = TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {rows, cols / 16}, Device::kCUDA);
+  dev.global_scale = TensorView::contiguous(d_global.data(), DType::kFP32, {1}, Device::kCUDA);
+  dev.workspace = TensorView::contiguous(d_workspace.data(), DType::kUInt8, {4}, Device::kCUDA);
+  nvfp4_quantize_weight(dev);
+  LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(d_global.download<float>()[0], global);
+  EXPECT_EQ(d_scales.download<std::uint8_t>(), scales);
+  EXPECT_EQ(d_packed.download<std::uint8_t>(), packed);
+
+  // Dequantization, fp32 and bf16, bit for bit.
+  for (DType out_dtype : {DType::kFP32, DType::kBF16}) {
+    const std::size_t bytes = rows * cols * dtype_size(out_dtype);
+    Bytes expected(bytes, 0xEE);
+    Nvfp4DequantizeWeightArgs d;
+    d.packed = host.packed;
+    d.block_scales = host.block_scales;
+    d.global_scale = host.global_scale;
+    d.output = TensorView::contiguous(expected.data(), out_dtype, {rows, cols});
+    nvfp4_dequantize_weight(d);
+    DeviceBuffer d_out(bytes);
+    d_out.fill_byte(0xFF);
+    d.packed = dev.packed;
+    d.block_scales = dev.block_scales;
+    d.global_scale = dev.global_scale;
+    d.output = TensorView::contiguous(d_out.data(), out_dtype, {rows, cols}, Device::kCUDA);
+    nvfp4_dequantize_weight(d);
+    LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
+    EXPECT_TRUE(d_out.download<std::uint8_t>() == expected) << dtype_name(out_dtype);
+  }
+}
+
+TEST(Nvfp4QuantizeGpu, BitExactAgainstCpu) {
+  expect_quantizer_matches(7168, 2048, DType::kBF16, false);  // DeepSeek-V3 expert down_proj
+  expect_quantizer_matches(1536, 2048, DType::kFP32, false);  // Qwen3-30B-A3B gate_up
+  expect_quantizer_matches(1000, 528, DType::kFP16, false);   // K a multiple of 16 only
+  expect_quantizer_matches(64, 4096, DType::kBF16, true);
+}
+
+// ---- GEMV --------------------------------------------------------------------------------------
+
+struct Model {
+  const char* name;
+  std::int64_t experts, hidden, intermediate;
+  int top_k;
+};
+constexpr Model kModels[] = {{"qwen3-30b-a3b", 128, 2048, 768, 8},
+                             {"deepseek-v3", 256, 7168, 2048, 8},
+                             {"qwen3-next-80b-a3b", 512, 2048, 512, 10}};
+
+struct Routing {
+  std::vector<std::int32_t> expert_ids, offsets, token_ids;
+  std::vector<std::int32_t> active;  // distinct experts, in slot order
+};
+
+// Each token picks top_k distinct experts out of a pool of min(E, 2 top_k) experts spread over
+// [0, E); slots list the experts in use plus two idle slots.
+Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng) {
+  std::vector<std::int32_t> pool;
+  const std::int64_t pool_size = std::min<std::int64_t>(m.experts, 2 * m.top_k);
+  for (std::int64_t i = 0; i < pool_size; ++i) pool.push_back(static_cast<std::int32_t>((i * 7919 + rng() % 7) % m.experts));
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  std::map<std::int32_t, std::vector<std::int32_t>> lists;
+  for (std::int32_t t = 0; t < tokens; ++t) {
+    std::vector<std::int32_t> choice = pool;
+    std::shuffle(choice.begin(), choice.end(), rng);
+    for (int j = 0; j < m.top_k && j < static_cast<int>(choice.size()); ++j) lists[choice[j]].push_back(t);
+  }
+  Routing r;
+  r.offsets.push_back(0);
+  for (auto& [expert, list] : lists) {
+    r.expert_ids.push_back(expert);
+    r.active.push_back(expert);
+    r.token_ids.insert(r.token_ids.end(), list.begin(), list.end());
+    r.offsets.push_back(static_cast<std::int32_t>(r.token_ids.size()));
+    if (r.expert_ids.size() == 1) {  // an idle slot inside the list
+      r.expert_ids.push_back(-1);
+      r.offsets.push_back(r.offsets.back());
+    }
+  }
+  r.expert_ids.push_back(-1);
+  r.offsets.push_back(r.offsets.back());
+  return r;
+}
+
+template <typename T>
+TensorView device_vector(DeviceBuffer& buffer, const std::vector<T>& host, DType dtype) {
+  buffer.upload(host);
+  return TensorView::contiguous(buffer.data(), dtype, {static_cast<std::int64_t>(host.size())}, Device::kCUDA);
+}
+
+struct Weights {  // canonical codes of the active experts, [A, N, K / 2] etc.
+  Bytes packed, scales, values, indices, pruned;
+  std::vector<float> globals;  // per active expert
+};
+
+std::vector<std::uint16_t> download_bf16(const DeviceBuffer& b) { return b.download<std::uint16_t>(); }
+
+void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
+  const std::int64_t rows = gate_up ? 2 * m.intermediate : m.hidden;
+  const std::int64_t cols = gate_up ? m.hidden : m.intermediate;
+  SCOPED_TRACE(std::string(m.name) + (gate_up ? " gate_up" : " down") + " N=" +
+               std::to_string(rows) + " K=" + std::to_string(cols) + " M=" + std::to_string(tokens));
+  std::mt19937_64 rng(testing::test_seed() ^ (++salt * 0x9E3779B97F4A7C15ull));
+  const Routing r = route(tokens, m, rng);
+  const std::int64_t active = static_cast<std::int64_t>(r.active.size());
+  const std::int64_t codes = rows * cols, out_rows = static_cast<std::int64_t>(r.token_ids.size());
+
+  // Canonical weights of the active experts, pruned copies, and both GEMV layouts.
+  Weights w;
+  w.packed = random_bytes(active * codes / 2, rng);
+  w.scales = random_scale_codes(active * codes / 16, rng);
+  w.values.resize(active * codes / 4);
+  w.indices.resize(active * codes / 8);
+  w.pruned.resize(active * codes / 2);
+  for (std::int64_t a = 0; a < active; ++a) w.globals.push_back(std::ldexp(1.0f + (rng() % 64) / 64.0f, -8 - static_cast<int>(rng() % 4)));
+  Bytes gemv_packed(w.packed.size()), gemv_scales(w.scales.size()), gemv_values(w.values.size()),
+      gemv_indices(w.indices.size()), gemv_pruned(w.packed.size());
+  parallel_each(active, [&](std::int64_t a) {
+    {
+      auto view = [&](Bytes& b, std::int64_t per_code_div, DType dtype) {
+        return TensorView::contiguous(b.data() + a * codes / per_code_div, dtype, {rows, cols / per_code_div});
+      };
+      Nvfp4Sparsify24Args s{view(w.packed, 2, DType::kUInt8), view(w.scales, 16, DType::kFP8E4M3),
+                            w.globals[a], view(w.values, 4, DType::kUInt8), view(w.indices, 8, DType::kUInt8)};
+      nvfp4_sparsify_24(s);
+      nvfp4_sparse24_to_dense(s.values, s.indices, view(w.pruned, 2, DType::kUInt8));
+      nvfp4_relayout_for_gemv(s.packed, s.block_scales, view(gemv_packed, 2, DType::kUInt8),
+                              view(gemv_scales, 16, DType::kFP8E4M3));
+      nvfp4_relayout_for_gemv(view(w.pruned, 2, DType::kUInt8), s.block_scales,
+                              view(gemv_pruned, 2, DType::kUInt8), view(gemv_scales, 16, DType::kFP8E4M3));
+      nvfp4_sparse24_relayout_for_gemv(s.values, s.indices, s.block_scales,
+                                       view(gemv_values, 4, DType::kUInt8), view(gemv_indices, 8, DType::kUInt8),
+                                       view(gemv_scales, 16, DType::kFP8E4M3));
+    }
+  });
+
+  // Device tensors hold all E experts; only the active ones are written (the rest is never read).
+  const std::int64_t e = m.experts;
+  DeviceBuffer d_packed(e * codes / 2), d_pruned(e * codes / 2), d_values(e * codes / 4),
+      d_indices(e * codes / 8), d_scales(e * codes / 16), d_globals(e * 4);
+  std::vector<float> all_globals(e, std::nanf(""));
+  for (std::int64_t a = 0; a < active; ++a) {
+    const std::int64_t x = r.active[a];
+    auto put = [&](DeviceBuffer& d, const Bytes& h, std::int64_t div) {
+      LOWBIT_TEST_CUDA(cudaMemcpy(static_cast<std::uint8_t*>(d.data()) + x * codes / div,
+                                  h.data() + a * codes / div, codes / div, cudaMemcpyHostToDevice));
+    };
+    put(d_packed, gemv_packed, 2);
+    put(d_pruned, gemv_pruned, 2);
+    put(d_values, gemv_values, 4);
+    put(d_indices, gemv_indices, 8);
+    put(d_scales, gemv_scales, 16);
+    all_globals[x] = w.globals[a];
+  }
+  d_globals.upload(all_globals);
+
+  const std::vector<std::uint8_t> x_bytes = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
+  DeviceBuffer d_x(x_bytes.size()), d_ids(4 * r.expert_ids.size()), d_offsets(4 * r.offsets.size()),
+      d_tokens(4 * r.token_ids.size()), d_dense(out_rows * rows * 2), d_sparse(out_rows * rows * 2),
+      d_pruned_out(out_rows * rows * 2);
+  d_x.upload(x_bytes);
+  const Nvfp4MoeRouting routing{device_vector(d_ids, r.expert_ids, DType::kInt32),
+                                device_vector(d_offsets, r.offsets, DType::kInt32),
+                                device_vector(d_tokens, r.token_ids, DType::kInt32)};
+  const TensorView x = TensorView::contiguous(d_x.data(), DType::kBF16, {tokens, cols}, Device::kCUDA);
+  auto dev3 = [&](DeviceBuffer& b, std::int64_t div, DType dtype) {
+    return TensorView::contiguous(b.data(), dtype, {e, rows, cols / div}, Device::kCUDA);
+  };
+  const TensorView globals = TensorView::contiguous(d_globals.data(), DType::kFP32, {e}, Device::kCUDA);
+  auto out_view = [&](DeviceBuffer& b) {
+    b.fill_byte(0xFF);  // NaN
+    return TensorView::contiguous(b.data(), DType::kBF16, {out_rows, rows}, Device::kCUDA);
+  };
+  nvfp4_gemv({x, dev3(d_packed, 2, DType::kUInt8), dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_dense), routing});
+  nvfp4_gemv({x, dev3(d_pruned, 2, DType::kUInt8), dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_pruned_out), routing});
+  nvfp4_sparse24_gemv({x, dev3(d_values, 4, DType::kUInt8), dev3(d_indices, 8, DType::kUInt8),
+                       dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_sparse), routing});
+  LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
+  const std::vector<std::uint16_t> dense = download_bf16(d_dense), sparse = download_bf16(d_sparse),
+                                   pruned = download_bf16(d_pruned_out);
+  EXPECT_TRUE(sparse == pruned) << "2:4 kernel differs from the dense kernel on the pruned codes";
+
+  // (a) CPU reference, slot by slot in parallel, over the active experts only.
+  auto cpu_reference = [&](const Bytes& gemv_w, const Bytes* gemv_i) {
+    std::vector<std::uint16_t> y(out_rows * rows, 0xFFFF);
+    const std::int64_t slots = static_cast<std::int64_t>(r.expert_ids.size());
+    parallel_each(slots, [&](std::int64_t s) {
+      {
+        const std::int32_t expert = r.expert_ids[s];
+        const std::int32_t count = r.offsets[s + 1] - r.offsets[s];
+        if (expert < 0 || count == 0) return;
+        const std::int64_t a = std::find(r.active.begin(), r.active.end(), expert) - r.active.begin();
+        std::vector<std::int32_t> ids = {0}, offsets = {0, count},
+                                  token_ids(r.token_ids.begin() + r.offsets[s], r.token_ids.begin() + r.offsets[s + 1]);
+        std::vector<float> g = {w.globals[a]};
+        const Nvfp4MoeRouting host_routing{TensorView::contiguous(ids.data(), DType::kInt32, {1}),
+                                           TensorView::contiguous(offsets.data(), DType::kInt32, {2}),
+                                           TensorView::contiguous(token_ids.data(), DType::kInt32, {count})};
+        const TensorView hx = TensorView::contiguous(const_cast<std::uint8_t*>(x_bytes.data()), DType::kBF16, {tokens, cols});
+        const TensorView hs = TensorView::contiguous(gemv_scales.data() + a * codes / 16, DType::kFP8E4M3, {1, rows, cols / 16});
+        const TensorView hg = TensorView::contiguous(g.data(), DType::kFP32, {1});
+        const TensorView hy = TensorView::contiguous(y.data() + r.offsets[s] * rows, DType::kBF16, {count, rows});
+        if (gemv_i == nullptr) {
+          nvfp4_gemv({hx, TensorView::contiguous(const_cast<std::uint8_t*>(gemv_w.data()) + a * codes / 2, DType::kUInt8, {1, rows, cols / 2}),
+                      hs, hg, hy, host_routing});
+        } else {
+          nvfp4_sparse24_gemv({hx, TensorView::contiguous(const_cast<std::uint8_t*>(gemv_w.data()) + a * codes / 4, DType::kUInt8, {1, rows, cols / 4}),
+                               TensorView::contiguous(const_cast<std::uint8_t*>(gemv_i->data()) + a * codes / 8, DType::kUInt8, {1, rows, cols / 8}),
+                               hs, hg, hy, host_routing});
+        }
+      }
+    });
+    return y;
+  };
+  const std::vector<std::uint16_t> ref_dense = cpu_reference(gemv_packed, nullptr);
+  const std::vector<std::uint16_t> ref_sparse = cpu_reference(gemv_values, &gemv_indices);
+
+  // (b) dequantize-then-matmul: the GPU dequantizer on canonical codes, a double matmul here.
+  auto dequantized = [&](const Bytes& canonical) {
+    std::vector<float> out(active * codes);
+    DeviceBuffer d_c(codes / 2), d_s(codes / 16), d_g(4), d_out(codes * 4);
+    for (std::int64_t a = 0; a < active; ++a) {
+      EXPECT_CUDA(cudaMemcpy(d_c.data(), canonical.data() + a * codes / 2, codes / 2, cudaMemcpyHostToDevice));
+      EXPECT_CUDA(cudaMemcpy(d_s.data(), w.scales.data() + a * codes / 16, codes / 16, cudaMemcpyHostToDevice));
+      d_g.upload(std::vector<float>{w.globals[a]});
+      nvfp4_dequantize_weight({TensorView::contiguous(d_c.data(), DType::kUInt8, {rows, cols / 2}, Device::kCUDA),
+                               TensorView::contiguous(d_s.data(), DType::kFP8E4M3, {rows, cols / 16}, Device::kCUDA),
+                               TensorView::contiguous(d_g.data(), DType::kFP32, {1}, Device::kCUDA),
+                               TensorView::contiguous(d_out.data(), DType::kFP32, {rows, cols}, Device::kCUDA)});
+      EXPECT_CUDA(cudaMemcpy(out.data() + a * codes, d_out.data(), codes * 4, cudaMemcpyDeviceToHost));
+    }
+    return out;
+  };
+  auto compare = [&](const char* what, const std::vector<std::uint16_t>& gpu, const std::vector<std::uint16_t>& ref,
+                     const std::vector<float>& wf) {
+    std::vector<float> xf(tokens * cols);
+    for (std::int64_t i = 0; i < tokens * cols; ++i) {
+      xf[i] = bf16_to_float(static_cast<std::uint16_t>(x_bytes[2 * i] | (x_bytes[2 * i + 1] << 8)));
+    }
+    std::vector<double> worst(out_rows, 0.0), total(out_rows, 0.0);
+    std::vector<std::int64_t> failures(out_rows, 0);
+    std::vector<std::int32_t> slot_of(out_rows);
+    for (std::size_t s = 0; s + 1 < r.offsets.size(); ++s) {
+      for (std::int32_t p = r.offsets[s]; p < r.offsets[s + 1]; ++p) slot_of[p] = static_cast<std::int32_t>(s);
+    }
+    parallel_each(out_rows, [&](std::int64_t p) {
+      {
+        const std::int64_t a = std::find(r.active.begin(), r.active.end(), r.expert_ids[slot_of[p]]) - r.active.begin();
+        const float* xr = xf.data() + r.token_ids[p] * cols;
+        for (std::int64_t n = 0; n < rows; ++n) {
+          const float* wr = wf.data() + a * codes + n * cols;
+          double acc = 0.0, magnitude = 0.0;
+          for (std::int64_t k = 0; k < cols; ++k) {
+            acc += static_cast<double>(xr[k]) * wr[k];
+            magnitude += std::fabs(static_cast<double>(xr[k]) * wr[k]);
+          }
+          const double g = bf16_to_float(gpu[p * rows + n]);
+          const double bound = kRelativeTolerance * std::fabs(acc) + kSumTolerance * magnitude;
+          const double err_dm = std::fabs(g - acc);
+          const double err_ref = std::fabs(g - bf16_to_float(ref[p * rows + n]));
+          if (!(err_dm <= bound && err_ref <= bound)) ++failures[p];
+          const double ratio = magnitude > 0 ? std::max(0.0, err_dm - kRelativeTolerance * std::fabs(acc)) / magnitude : 0.0;
+          worst[p] = std::max(worst[p], ratio);
+          total[p] += magnitude > 0 ? err_dm / magnitude : 0.0;
+        }
+      }
+    });
+    std::int64_t failed = 0;
+    double worst_all = 0.0, mean = 0.0;
+    for (std::int64_t p = 0; p < out_rows; ++p) {
+      failed += failures[p];
+      worst_all = std::max(worst_all, worst[p]);
+      mean += total[p];
+    }
+    mean /= static_cast<double>(out_rows * rows);
+    EXPECT_EQ(failed, 0) << what << ": outputs outside the tolerance";
+    std::printf("[nvfp4] %s %s N=%lld K=%lld M=%lld rows=%lld: worst (err - 2^-8|y|)/sum|xw| = %.3g, mean err/sum = %.3g\n",
+                m.name, what, static_cast<long long>(rows), static_cast<long long>(cols),
+                static_cast<long long>(tokens), static_cast<long long>(out_rows), worst_all, mean);
+  };
+  compare(gate_up ? "dense gate_up" : "dense down", dense, ref_dense, dequantized(w.packed));
+  compare(gate_up ? "2:4 gate_up" : "2:4 down", sparse, ref_sparse, dequantized(w.pruned));
+}
+
+TEST(Nvfp4GemvGpu, MoeShapesAgainstReferences) {
+  for (const Model& m : kModels) {
+    for (bool gate_up : {true, false}) {
+      for (std::int64_t tokens : {1, 4, 16}) gemv_case(m, gate_up, tokens);
+    }
+  }
+}
+
+TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {
+  // 9..16 tokens per slot take the two-group path; 40 tokens on one slot loop 3 passes.
+  const Model one_expert{"single-expert", 1, 2048, 512, 1};
+  gemv_case(one_expert, true, 9);
+  gemv_case(one_expert, false, 40);
+}
+
+TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
+  const std::int64_t experts = 16, rows = 256, cols = 512, tokens = 6, codes = rows * cols;
+  std::mt19937_64 rng(testing::test_seed() ^ ++salt);
+  Bytes packed = random_bytes(experts * codes / 2, rng), scales = random_scale_codes(experts * codes / 16, rng);
+  Bytes gemv_packed(packed.size()), gemv_scales(scales.size());
+  const TensorView gp = TensorView::contiguous(gemv_packed.data(), DType::kUInt8, {experts, rows, cols / 2});
+  const TensorView gs = TensorView::contiguous(gemv_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16});
+  nvfp4_relayout_for_gemv(TensorView::contiguous(packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
+                          TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}), gp, gs);
+  std::vector<float> globals(experts);
+  for (auto& g : globals) g = std::ldexp(1.0f, -7 - static_cast<int>(rng() % 3));
+  const std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
+
+  DeviceBuffer d_packed(gemv_packed.size()), d_scales(gemv_scales.size()), d_globals(experts * 4),
+      d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * rows * 2);
+  d_packed.upload(gemv_packed);
+  d_scales.upload(gemv_scales);
+  d_globals.upload(globals);
+  d_x.upload(x);
+  // Two routings of the same sizes: 4 slots, 8 output rows.
+  const std::vector<std::int32_t> ids_a = {3, 7, -1, 9}, offsets_a = {0, 3, 3, 5, 8}, tokens_a = {0, 1, 2, 3, 4, 5, 0, 1};
+  const std::vector<std::int32_t> ids_b = {9, -1, 3, 5}, offsets_b = {0, 2, 2, 6, 8}, tokens_b = {5, 4, 3, 2, 1, 0, 2, 2};
+  const Nvfp4MoeRouting routing{device_vector(d_ids, ids_a, DType::kInt32), device_vector(d_offsets, offsets_a, DType::kInt32),
+                                device_vector(d_tokens, tokens_a, DType::kInt32)};
+  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {tokens, cols}, Device::kCUDA),
+                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {experts, rows, cols / 2}, Device::kCUDA),
+                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}, Device::kCUDA),
+                     TensorView::contiguous(d_globals.data(), DType::kFP32, {experts}, Device::kCUDA),
+                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, rows}, Device::kCUDA), routing};
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  LOWBIT_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  nvfp4_gemv(args, stream);
+  LOWBIT_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  LOWBIT_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+  for (int round = 0; round < 2; ++round) {
+    const auto& ids = round == 0 ? ids_a : ids_b;
+    const auto& offsets = round == 0 ? offsets_a : offsets_b;
+    const auto& toks = round == 0 ? tokens_a : tokens_b;
+    d_ids.upload(ids);
+    d_offsets.upload(offsets);
+    d_tokens.upload(toks);
+    d_out.fill_byte(0xFF);
+    LOWBIT_TEST_CUDA(cudaGraphLaunch(exec, stream));
+    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+    std::vector<std::uint16_t> expected(8 * rows, 0xFFFF);
+    std::vector<std::int32_t> h_ids = ids, h_offsets = offsets, h_tokens = toks;
+    Nvfp4GemvArgs host{TensorView::contiguous(const_cast<std::uint8_t*>(x.data()), DType::kBF16, {tokens, cols}), gp, gs,
+                       TensorView::contiguous(globals.data(), DType::kFP32, {experts}),
+                       TensorView::contiguous(expected.data(), DType::kBF16, {8, rows}),
+                       Nvfp4MoeRouting{TensorView::contiguous(h_ids.data(), DType::kInt32, {4}),
+                                       TensorView::contiguous(h_offsets.data(), DType::kInt32, {5}),
+                                       TensorView::contiguous(h_tokens.data(), DType::kInt32, {8})}};
+    nvfp4_gemv(host);
+    const std::vector<std::uint16_t> got = d_out.download<std::uint16_t>();
+    std::int64_t bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double g = bf16_to_float(got[i]), e = bf16_to_float(expected[i]);
+      // Same bound as above with sum |x w| <= K * max|x| * max|w| replaced by a loose 2^-6 |e|.
+      if (!(std::fabs(g - e) <= std::fabs(e) / 64 + 1e-3)) ++bad;
+    }
+    EXPECT_EQ(bad, 0) << "round " << round;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace lowbit
