@@ -26,14 +26,18 @@ namespace {
 using testing::DeviceBuffer;
 using Bytes = std::vector<std::uint8_t>;
 
-// GEMV tolerance (docs/nvfp4.md): |gpu - ref| <= 2^-8 |ref| + 2^-12 * sum_k |x_k * w_k|.
-// 2^-8 |ref|: both results are rounded to bf16 (half an ulp, 2^-9, each). 2^-12 * sum |terms|:
+// GEMV tolerance (docs/nvfp4.md): |gpu - y| <= 2^-8 |y| + 2^-12 * sum_k |x_k * w_k| against the
+// unrounded double y of dequantize-then-matmul, and 2^-7 |y| + the same sum term against the CPU
+// reference. 2^-8 |y|: the kernel rounds to bf16 (half an ulp, at most 2^-8 relative); against
+// the reference, which rounds too, the two may land one full ulp (2^-7 relative) apart.
+// 2^-12 * sum |terms|:
 // the tensor cores' fp32 accumulation over K <= 7168 products in an order unlike the
 // reference's (a sum's rounding error grows with the sum of the magnitudes of its terms; the
 // worst case K * 2^-24 is 2^-11.2 here, the typical one far below). A misplaced weight moves
 // the result by a term of size ~ sum / K for every output, far beyond this bound in aggregate;
 // the test also requires the mean error to stay below 2^-16 * sum.
 constexpr double kRelativeTolerance = 1.0 / 256;
+constexpr double kReferenceRelativeTolerance = 1.0 / 128;
 constexpr double kSumTolerance = 1.0 / 4096;
 
 std::uint64_t salt = 9000;
@@ -348,7 +352,14 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
           const double bound = kRelativeTolerance * std::fabs(acc) + kSumTolerance * magnitude;
           const double err_dm = std::fabs(g - acc);
           const double err_ref = std::fabs(g - bf16_to_float(ref[p * rows + n]));
-          if (!(err_dm <= bound && err_ref <= bound)) ++failures[p];
+          const double ref_bound = kReferenceRelativeTolerance * std::fabs(acc) + kSumTolerance * magnitude;
+          if (!(err_dm <= bound && err_ref <= ref_bound)) {
+            if (failures[p]++ == 0) {
+              std::printf("  mismatch row %lld n %lld: gpu %.9g reference %.9g exact %.9g sum|xw| %.6g\n",
+                          static_cast<long long>(p), static_cast<long long>(n), g,
+                          bf16_to_float(ref[p * rows + n]), acc, magnitude);
+            }
+          }
           const double ratio = magnitude > 0 ? std::max(0.0, err_dm - kRelativeTolerance * std::fabs(acc)) / magnitude : 0.0;
           worst[p] = std::max(worst[p], ratio);
           total[p] += magnitude > 0 ? err_dm / magnitude : 0.0;
@@ -407,7 +418,7 @@ TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
   d_globals.upload(globals);
   d_x.upload(x);
   // Two routings of the same sizes: 4 slots, 8 output rows.
-  const std::vector<std::int32_t> ids_a = {3, 7, -1, 9}, offsets_a = {0, 3, 3, 5, 8}, tokens_a = {0, 1, 2, 3, 4, 5, 0, 1};
+  const std::vector<std::int32_t> ids_a = {3, 7, -1, 9}, offsets_a = {0, 3, 5, 5, 8}, tokens_a = {0, 1, 2, 3, 4, 5, 0, 1};
   const std::vector<std::int32_t> ids_b = {9, -1, 3, 5}, offsets_b = {0, 2, 2, 6, 8}, tokens_b = {5, 4, 3, 2, 1, 0, 2, 2};
   const Nvfp4MoeRouting routing{device_vector(d_ids, ids_a, DType::kInt32), device_vector(d_offsets, offsets_a, DType::kInt32),
                                 device_vector(d_tokens, tokens_a, DType::kInt32)};
@@ -448,7 +459,9 @@ TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
     std::int64_t bad = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
       const double g = bf16_to_float(got[i]), e = bf16_to_float(expected[i]);
-      // Same bound as above with sum |x w| <= K * max|x| * max|w| replaced by a loose 2^-6 |e|.
+      // Rows of idle slots stay unwritten (NaN poison) on both sides.
+      if (std::isnan(g) && std::isnan(e)) continue;
+      // One bf16 ulp (both round), plus a loose allowance for the accumulation order.
       if (!(std::fabs(g - e) <= std::fabs(e) / 64 + 1e-3)) ++bad;
     }
     EXPECT_EQ(bad, 0) << "round " << round;

@@ -8,8 +8,9 @@ namespace lowbit::cuda {
 inline constexpr int kGemvWarpsPerBlock = 4;
 
 struct Nvfp4GemvConfig {
-  int warps_per_tile = 1;  // 1, 2 or 4 warps split one 16-row tile's K chunks (block: 4 warps)
-  int unroll = 4;          // 2 or 4: K chunks whose loads one warp issues before using them
+  // Built: (1, 8), (1, 4), (2, 4), (4, 4).
+  int warps_per_tile = 1;  // warps splitting one 16-row tile's K chunks (block: 4 warps)
+  int unroll = 8;          // K chunks one warp keeps in flight (rolling window)
 };
 
 // Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll> overrides it and

@@ -16,8 +16,9 @@ bool parse_override(Nvfp4GemvConfig& config) {
   if (text == nullptr) return false;
   int warps = 0, unroll = 0;
   if (std::sscanf(text, "%d,%d", &warps, &unroll) != 2 ||
-      !(warps == 1 || warps == 2 || warps == 4) || !(unroll == 2 || unroll == 4)) {
-    std::fprintf(stderr, "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1|2|4,2|4)\n", text);
+      !(warps == 1 || warps == 2 || warps == 4) || !(unroll == 4 || unroll == 8) ||
+      (warps > 1 && unroll == 8)) {
+    std::fprintf(stderr, "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1,4 1,8 2,4 or 4,4)\n", text);
     return false;
   }
   config = {warps, unroll};
@@ -33,12 +34,12 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
     const std::int64_t tiles = (rows / 16) * slots;
     const std::int64_t chunks = cols / 64;
     // Below ~16 warps per SM on 132 SMs, split K so that more warps stream.
-    if (tiles < 132 * 8 && chunks >= 16) {
-      config.warps_per_tile = 4;
-    } else if (tiles < 132 * 16 && chunks >= 8) {
-      config.warps_per_tile = 2;
+    config.unroll = 8;
+    if (tiles < 132 * 4 && chunks >= 16) {
+      config = {4, 4};
+    } else if (tiles < 132 * 8 && chunks >= 8) {
+      config = {2, 4};
     }
-    config.unroll = 4;
   }
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
   if (print) {

@@ -168,6 +168,24 @@ __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
   return p.token_ids ? p.token_ids[row] : row;
 }
 
+// The lane's B fragments of one chunk: 16 consecutive K values of its token in each group
+// (zeros for absent tokens).
+template <int kTokenGroups>
+__device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
+                                                 const bool (&x_ok)[kTokenGroups], int chunk,
+                                                 std::uint32_t (&x)[kTokenGroups][8]) {
+#pragma unroll
+  for (int n = 0; n < kTokenGroups; ++n) {
+    uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+    if (x_ok[n]) {
+      lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
+      hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
+    }
+    x[n][0] = lo.x, x[n][1] = lo.y, x[n][2] = lo.z, x[n][3] = lo.w;
+    x[n][4] = hi.x, x[n][5] = hi.y, x[n][6] = hi.z, x[n][7] = hi.w;
+  }
+}
+
 // One pass over a tile for up to 8 * kTokenGroups tokens, partial sums reduced over the warps
 // that split K, stored by the first of them.
 template <bool kSparse, int kWarpsPerTile, int kUnroll, int kTokenGroups>
@@ -188,33 +206,43 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   }
   float acc[kTokenGroups][4] = {};
   const int chunks = static_cast<int>(p.cols / 64);
-  if (tile_ok && s.expert_ok) {
-    for (int base = k_warp; base < chunks; base += kWarpsPerTile * kUnroll) {
-      ChunkWeights<kSparse> w[kUnroll];
-      std::uint32_t x[kUnroll][kTokenGroups][8];
+  // This warp's chunks are k_warp, k_warp + kWarpsPerTile, ...: chunk_of(i).
+  const int my_chunks = (chunks - k_warp + kWarpsPerTile - 1) / kWarpsPerTile;
+  if (tile_ok && s.expert_ok && my_chunks > 0) {
+    // A rolling window of kUnroll chunks in flight: slot u is refilled as soon as it is taken,
+    // so the weight stream never drains while the warp computes. Activations come from L1/L2,
+    // one chunk ahead.
+    ChunkWeights<kSparse> w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (u < my_chunks) w[u] = load_chunk<kSparse>(at, k_warp + u * kWarpsPerTile);
+    }
+    // One token group prefetches its activations a chunk ahead; two groups load them in place
+    // (registers: the two-group path serves slots of 9..16 tokens, compute-heavier anyway).
+    constexpr bool kPrefetchActivations = kTokenGroups == 1;
+    std::uint32_t x_next[kTokenGroups][8];
+    if constexpr (kPrefetchActivations) load_activations(x_row, x_ok, k_warp, x_next);
+    for (int first = 0; first < my_chunks; first += kUnroll) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const int chunk = base + u * kWarpsPerTile;
-        if (chunk >= chunks) continue;
-        w[u] = load_chunk<kSparse>(at, chunk);
-#pragma unroll
-        for (int n = 0; n < kTokenGroups; ++n) {
-          uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-          if (x_ok[n]) {
-            lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
-            hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
-          }
-          x[u][n][0] = lo.x, x[u][n][1] = lo.y, x[u][n][2] = lo.z, x[u][n][3] = lo.w;
-          x[u][n][4] = hi.x, x[u][n][5] = hi.y, x[u][n][6] = hi.z, x[u][n][7] = hi.w;
+        const int i = first + u;
+        if (i >= my_chunks) break;
+        const ChunkWeights<kSparse> current = w[u];
+        if (i + kUnroll < my_chunks) {
+          w[u] = load_chunk<kSparse>(at, k_warp + (i + kUnroll) * kWarpsPerTile);
         }
-      }
+        std::uint32_t x[kTokenGroups][8];
+        if constexpr (kPrefetchActivations) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (base + u * kWarpsPerTile >= chunks) continue;
-        multiply_step<0>(w[u], tables, x[u], acc);
-        multiply_step<1>(w[u], tables, x[u], acc);
-        multiply_step<2>(w[u], tables, x[u], acc);
-        multiply_step<3>(w[u], tables, x[u], acc);
+          for (int v = 0; v < 8; ++v) x[0][v] = x_next[0][v];
+          if (i + 1 < my_chunks) load_activations(x_row, x_ok, k_warp + (i + 1) * kWarpsPerTile, x_next);
+        } else {
+          load_activations(x_row, x_ok, k_warp + i * kWarpsPerTile, x);
+        }
+        multiply_step<0>(current, tables, x, acc);
+        multiply_step<1>(current, tables, x, acc);
+        multiply_step<2>(current, tables, x, acc);
+        multiply_step<3>(current, tables, x, acc);
       }
     }
   }
@@ -253,8 +281,12 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   }
 }
 
+// NOTE: the register cap sets how many warps (and so how many weight bytes) are in flight per
+// SM; one warp per tile at unroll 8 fits 128 registers (4 blocks = 16 warps x 8 chunks resident)
+// without spilling; the K-split variants hold partial sums too and get 3 blocks.
 template <bool kSparse, int kWarpsPerTile, int kUnroll>
-__global__ void __launch_bounds__(kThreads) nvfp4_gemv_kernel(Nvfp4GemvParams p) {
+__global__ void __launch_bounds__(kThreads, kWarpsPerTile == 1 && kUnroll == 8 ? 4 : 3)
+    nvfp4_gemv_kernel(Nvfp4GemvParams p) {
   constexpr int kTilesPerBlock = kGemvWarpsPerBlock / kWarpsPerTile;
   __shared__ Tables tables;
   __shared__ float partial[kWarpsPerTile > 1 ? kGemvWarpsPerBlock : 1][8][32];
@@ -286,7 +318,7 @@ __global__ void __launch_bounds__(kThreads) nvfp4_gemv_kernel(Nvfp4GemvParams p)
   for (int first = begin; first < end; first += 16) {
     const SlotRows s{expert, expert_ok, first, min(16, end - first)};
     if (s.count > 8) {
-      tile_pass<kSparse, kWarpsPerTile, 2, 2>(p, tables, partial, at, tile, tile_ok, s);
+      tile_pass<kSparse, kWarpsPerTile, 4, 2>(p, tables, partial, at, tile, tile_ok, s);
     } else {
       tile_pass<kSparse, kWarpsPerTile, kUnroll, 1>(p, tables, partial, at, tile, tile_ok, s);
     }
@@ -303,13 +335,11 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
   auto run = [&](auto kernel) { kernel<<<grid, kThreads, 0, stream>>>(p); };
   const int key = config.warps_per_tile * 10 + config.unroll;
   switch (key) {
-    case 12: run(nvfp4_gemv_kernel<kSparse, 1, 2>); break;
     case 14: run(nvfp4_gemv_kernel<kSparse, 1, 4>); break;
-    case 22: run(nvfp4_gemv_kernel<kSparse, 2, 2>); break;
+    case 18: run(nvfp4_gemv_kernel<kSparse, 1, 8>); break;
     case 24: run(nvfp4_gemv_kernel<kSparse, 2, 4>); break;
-    case 42: run(nvfp4_gemv_kernel<kSparse, 4, 2>); break;
     case 44: run(nvfp4_gemv_kernel<kSparse, 4, 4>); break;
-    default: throw Error(op, "config", "warps_per_tile 1|2|4 and unroll 2|4", std::to_string(key));
+    default: throw Error(op, "config", "(1, 4), (1, 8), (2, 4) or (4, 4)", std::to_string(key));
   }
   check_launch(op);
 }
