@@ -17,6 +17,9 @@ int run_quant_bench(const BenchOptions& options);
 // NVFP4 dense and 2:4 MoE-decode GEMVs against copy bandwidth and cuBLASLt bf16.
 int run_nvfp4_bench(const BenchOptions& options);
 
+// block_fp8_mm on DeepSeek-V3 shapes against cuBLASLt block-scaled and per-tensor FP8.
+int run_block_gemm_bench(const BenchOptions& options);
+
 }  // namespace lowbit::bench
 
 namespace lowbit::bench {

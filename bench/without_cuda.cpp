@@ -17,5 +17,6 @@ int no_cuda() {
 
 int run_quant_bench(const BenchOptions&) { return no_cuda(); }
 int run_nvfp4_bench(const BenchOptions&) { return no_cuda(); }
+int run_block_gemm_bench(const BenchOptions&) { return no_cuda(); }
 
 }  // namespace lowbit::bench

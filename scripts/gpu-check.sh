@@ -2,10 +2,11 @@
 # One call on the GPU machine (Hopper, no network): build with all cores, run the CPU and GPU
 # test suites, the demo and the benchmarks; logs and JSON go to $1, else $OUT, else ./out.
 # What the machine lacks travels in the ignored folder .deps/ (googletest sources,
-# nlohmann/json headers): name it in the device tool's `carry`.
+# nlohmann/json headers, CUTLASS 4.2 headers in .deps/cutlass/include): name it in `carry`.
 # The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
 #   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
-#                               [--tests=GTEST_FILTER] [--benches=quant,nvfp4]
+#                               [--tests=GTEST_FILTER] [--benches=quant,nvfp4,block-gemm]
+#                               [--skip-python]
 # --tests runs only the matching GPU tests (no forced-kernel reruns, no demo).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,8 @@ quick=""
 only_bench=0
 only_python=0
 tests_filter=""
-benches="quant,nvfp4"
+benches="quant,nvfp4,block-gemm"
+skip_python=0
 for arg in "$@"; do
   case "$arg" in
     --tests=*) tests_filter="${arg#--tests=}" ;;
@@ -23,6 +25,7 @@ for arg in "$@"; do
     --quick) quick="--quick" ;;
     --only-bench) only_bench=1 ;;
     --only-python) only_python=1 ;;
+    --skip-python) skip_python=1 ;;
     *) out="$arg" ;;
   esac
 done
@@ -49,7 +52,8 @@ python_suites() {
   export PYTHONPATH="/tmp/lowbit-site:${PYTHONPATH:-}"
   step py_configure cmake -S . -B build-py -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DLOWBIT_WITH_CUDA=ON -DLOWBIT_BUILD_PYTHON=ON -DLOWBIT_BUILD_TESTS=OFF \
-    -DLOWBIT_BUILD_TOOLS=OFF -DPython_EXECUTABLE="$(command -v python3)"
+    -DLOWBIT_BUILD_TOOLS=OFF -DPython_EXECUTABLE="$(command -v python3)" \
+    -DLOWBIT_CUTLASS_INCLUDE_DIR="$PWD/.deps/cutlass/include"
   step py_build cmake --build build-py -j "$(nproc)"
   cp build-py/python/_lowbit*.so python/lowbit/
   (cd tests/python && PYTHONPATH="$PWD/../../python:$PYTHONPATH" step py_tests python3 -m pytest -q . ../python_gpu)
@@ -64,7 +68,8 @@ fi
 build=build-gpu
 step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLOWBIT_WITH_CUDA=ON -DLOWBIT_GTEST_SOURCE_DIR="$PWD/.deps/googletest" \
-  -DLOWBIT_JSON_INCLUDE_DIR="$PWD/.deps/include"
+  -DLOWBIT_JSON_INCLUDE_DIR="$PWD/.deps/include" \
+  -DLOWBIT_CUTLASS_INCLUDE_DIR="$PWD/.deps/cutlass/include"
 step build cmake --build "$build" -j "$(nproc)"
 if [ "$status" -ne 0 ]; then
   echo "build failed"
@@ -88,7 +93,7 @@ fi
 for family in ${benches//,/ }; do
   step "bench_$family" "$build/tools/lowbit" bench "$family" $quick --json "$out/bench_$family.json"
 done
-[ "$only_bench" -eq 1 ] || [ ! -d .whl ] || python_suites
+[ "$only_bench" -eq 1 ] || [ "$skip_python" -eq 1 ] || [ ! -d .whl ] || python_suites
 
 echo "=== summary"
 for log in cpu_tests gpu_tests gpu_tests_direct gpu_tests_pipelined py_tests; do

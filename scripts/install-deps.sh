@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what lowbit builds with on a Debian machine (skips what is already there):
-# CMake, g++, GoogleTest, nlohmann/json. The CUDA toolkit is optional: without nvcc the build
-# is CPU-only (LOWBIT_WITH_CUDA=OFF).
+# CMake, g++, GoogleTest, nlohmann/json, and CUTLASS headers (pip) when nvcc is present. The CUDA
+# toolkit is optional: without nvcc the build is CPU-only (LOWBIT_WITH_CUDA=OFF).
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev googletest nlohmann-json3-dev)
 missing=()
@@ -13,4 +13,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+# CUTLASS 4.2 headers (PyPI nvidia-cutlass) for the tensor-core GEMMs, when CUDA kernels build.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  python3 -c "import cutlass_library" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0
 fi

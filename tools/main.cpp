@@ -20,6 +20,7 @@ void print_usage() {
       "                                           accuracy, agreement with the CPU reference, time\n"
       "  bench quant [--json FILE] [--quick]      activation quantization kernels vs copy bandwidth\n"
       "  bench nvfp4 [--json FILE] [--quick]      NVFP4 dense / 2:4 MoE GEMVs vs copy and cuBLASLt\n"
+      "  bench block-gemm [--json FILE] [--quick] block-scaled FP8 GEMM vs cuBLASLt block / per-tensor\n"
       "  help                                     this text\n");
 }
 
@@ -64,7 +65,7 @@ int run_demo_command(int argc, char** argv, int first) {
 
 int run_bench_command(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "lowbit bench: name a family: quant, nvfp4\n");
+    std::fprintf(stderr, "lowbit bench: name a family: quant, nvfp4, block-gemm\n");
     return 2;
   }
   const std::string family = argv[2];
@@ -82,7 +83,8 @@ int run_bench_command(int argc, char** argv) {
   }
   if (family == "quant") return lowbit::bench::run_quant_bench(options);
   if (family == "nvfp4") return lowbit::bench::run_nvfp4_bench(options);
-  std::fprintf(stderr, "lowbit bench: unknown family '%s' (known: quant, nvfp4)\n", family.c_str());
+  if (family == "block-gemm") return lowbit::bench::run_block_gemm_bench(options);
+  std::fprintf(stderr, "lowbit bench: unknown family '%s' (known: quant, nvfp4, block-gemm)\n", family.c_str());
   return 2;
 }
 

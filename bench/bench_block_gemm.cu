@@ -1,0 +1,214 @@
+// `lowbit bench block-gemm`: block_fp8_mm (DeepSeek-V3 1x128 x 128x128 scaled FP8, bf16 out) on
+// DeepSeek-V3's projection shapes, against, in the same run:
+//   cuBLASLt block-scaled FP8 (VEC128_32F activations x BLK128x128_32F weights, CUDA 12.9+);
+//   cuBLASLt FP8 with per-tensor scales on the same shape (what block scaling costs).
+// TFLOP/s = 2 M N K / time. For M <= 128 the weight stream (N K bytes + block scales) over the
+// time is also set against the device copy bandwidth measured in this run. Weights rotate over
+// enough copies that each launch reads them from HBM, not L2.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "harness.cuh"
+#include "lowbit/block_gemm.h"
+
+namespace lowbit::bench {
+
+namespace {
+
+struct GemmShape {
+  const char* name;
+  std::int64_t n, k;
+};
+// DeepSeek-V3: the six shapes of the issue's prefill bar, plus kv_a (576 x 7168).
+constexpr GemmShape kShapes[] = {{"q_a+kv_a 2112x7168", 2112, 7168}, {"q_b 24576x1536", 24576, 1536},
+                                 {"kv_b 32768x512", 32768, 512},     {"o_proj 7168x16384", 7168, 16384},
+                                 {"gate_up 4096x7168", 4096, 7168},  {"down 7168x2048", 7168, 2048},
+                                 {"kv_a 576x7168", 576, 7168}};
+
+__global__ void fill_fp8_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    data[i] = static_cast<std::uint8_t>(h & 0xF7);  // finite e4m3 codes (|v| <= 240), both signs
+  }
+}
+
+__global__ void fill_float_kernel(float* data, std::int64_t count, float value) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    data[i] = value * (1.0f + static_cast<float>(i % 7) / 8.0f);
+  }
+}
+
+void check_lt(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw Error("bench block-gemm", what, "CUBLAS_STATUS_SUCCESS", std::to_string(static_cast<int>(status)));
+  }
+}
+
+// cuBLASLt FP8: D[N, M] (column-major, i.e. out[M, N] row-major) = W[N, K] . X[M, K]^T with the
+// weights as cuBLASLt's A (transposed, K-major) and the activations as B.
+class CublasLtFp8 {
+ public:
+  CublasLtFp8(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled) : block_scaled_(block_scaled) {
+    check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
+    check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "transa");
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)), "transb");
+    const std::int32_t a_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    const std::int32_t b_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)), "a scale mode");
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)), "b scale mode");
+    check_lt(cublasLtMatrixLayoutCreate(&a_, CUDA_R_8F_E4M3, k, n, k), "a layout");
+    check_lt(cublasLtMatrixLayoutCreate(&b_, CUDA_R_8F_E4M3, k, m, k), "b layout");
+    check_lt(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, n, m, n), "d layout");
+    workspace_ = std::make_unique<DeviceMemory>(kWorkspace);
+    check_lt(cublasLtMatmulPreferenceCreate(&preference_), "preference");
+    const std::size_t bytes = kWorkspace;
+    check_lt(cublasLtMatmulPreferenceSetAttribute(preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)), "pref");
+    int found = 0;
+    check_lt(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, d_, d_, preference_, 1, &heuristic_, &found), "heuristic");
+    if (found == 0) throw Error("bench block-gemm", "cublasLt", "an algorithm", "none");
+  }
+  ~CublasLtFp8() {
+    cublasLtMatmulPreferenceDestroy(preference_);
+    cublasLtMatrixLayoutDestroy(a_);
+    cublasLtMatrixLayoutDestroy(b_);
+    cublasLtMatrixLayoutDestroy(d_);
+    cublasLtMatmulDescDestroy(desc_);
+    cublasLtDestroy(handle_);
+  }
+  void run(const void* w, const float* w_scales, const void* x, const float* x_scales, void* y) const {
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales, sizeof(w_scales)), "a scale");
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof(x_scales)), "b scale");
+    const float one = 1.0f, zero = 0.0f;
+    check_lt(cublasLtMatmul(handle_, desc_, &one, w, a_, x, b_, &zero, y, d_, y, d_, &heuristic_.algo,
+                            workspace_->get(), kWorkspace, nullptr), "cublasLtMatmul");
+  }
+
+ private:
+  static constexpr std::size_t kWorkspace = 32 << 20;
+  bool block_scaled_;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
+  cublasLtMatmulPreference_t preference_ = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic_ = {};
+  std::unique_ptr<DeviceMemory> workspace_;
+};
+
+double median_us(const std::function<void(int)>& launch, int sets, int samples) {
+  return time_launches(launch, sets, samples).median_ms * 1e3;
+}
+
+}  // namespace
+
+int run_block_gemm_bench(const BenchOptions& options) {
+  const DeviceInfo device = device_info();
+  const int samples = options.quick ? 5 : 20;
+  const double copy_gbps = measure_copy_gbps(samples);
+  std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
+              static_cast<long long>(device.l2_bytes >> 20));
+  std::printf("ceiling: device copy %.1f GB/s (read + write)\n", copy_gbps);
+  std::printf("%-20s %5s | %9s %7s %7s %6s | %9s %7s %6s | %9s %7s %6s | %s\n", "shape", "M", "ours us",
+              "TFLOP/s", "wGB/s", "%copy", "ltblk us", "TFLOP/s", "x blk", "lt1 us", "TFLOP/s", "x pt",
+              "config");
+  const std::vector<std::int64_t> token_counts =
+      options.quick ? std::vector<std::int64_t>{1, 4096} : std::vector<std::int64_t>{1, 16, 64, 128, 4096};
+  nlohmann::json results = nlohmann::json::array();
+  for (const GemmShape& s : kShapes) {
+    const std::int64_t n = s.n, k = s.k, kb = (k + 127) / 128, nb = (n + 127) / 128;
+    const std::int64_t weight_bytes = n * k + nb * kb * 4;
+    const int sets = rotation_sets(weight_bytes, device.l2_bytes);
+    std::vector<std::unique_ptr<DeviceMemory>> weights, weight_scales;
+    for (int i = 0; i < sets; ++i) {
+      weights.push_back(std::make_unique<DeviceMemory>(n * k));
+      fill_fp8_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(weights.back()->get()), n * k, 11 + i);
+      weight_scales.push_back(std::make_unique<DeviceMemory>(nb * kb * 4 * 2));
+      fill_float_kernel<<<64, 256>>>(static_cast<float*>(weight_scales.back()->get()), nb * kb * 2, 1.0f / 256);
+    }
+    for (std::int64_t m : token_counts) {
+      const std::int64_t m_aligned = (m + 3) / 4 * 4;
+      DeviceMemory x(m * k), x_scales(kb * m_aligned * 4), y(m * n * 2), scalar(16);
+      fill_fp8_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(x.get()), m * k, 5);
+      fill_float_kernel<<<64, 256>>>(static_cast<float*>(x_scales.get()), kb * m_aligned, 1.0f / 64);
+      fill_float_kernel<<<1, 32>>>(static_cast<float*>(scalar.get()), 4, 1.0f);
+      check(cudaGetLastError(), "fill");
+      const ScaleLayout layout = ScaleLayout::kColumnMajorTmaAligned;
+      const std::int64_t ws_bytes = block_fp8_mm_workspace_bytes(m, n, k, layout, DType::kBF16);
+      DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
+      auto ours = [&](int set) {
+        BlockFp8MmArgs args;
+        args.a = TensorView::contiguous(x.get(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+        args.a_scales = TensorView::contiguous(x_scales.get(), DType::kFP32, {kb, m_aligned}, Device::kCUDA);
+        args.a_scale_layout = layout;
+        args.b = TensorView::contiguous(weights[set]->get(), DType::kFP8E4M3, {n, k}, Device::kCUDA);
+        args.b_scales = TensorView::contiguous(weight_scales[set]->get(), DType::kFP32, {nb, kb}, Device::kCUDA);
+        args.output = TensorView::contiguous(y.get(), DType::kBF16, {m, n}, Device::kCUDA);
+        if (ws_bytes > 0) args.workspace = TensorView::contiguous(workspace.get(), DType::kUInt8, {ws_bytes}, Device::kCUDA);
+        block_fp8_mm(args);
+      };
+      const double ours_us = median_us(ours, sets, samples);
+      double blk_us = -1, pt_us = -1;
+      try {
+        const CublasLtFp8 blk(m, n, k, true);
+        blk_us = median_us([&](int set) {
+          blk.run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
+                  static_cast<const float*>(x_scales.get()), y.get());
+        }, sets, samples);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "cuBLASLt block-scaled unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+      }
+      try {
+        const CublasLtFp8 pt(m, n, k, false);
+        pt_us = median_us([&](int set) {
+          pt.run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),
+                 static_cast<const float*>(scalar.get()), y.get());
+        }, sets, samples);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "cuBLASLt per-tensor unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+      }
+      const double flops = 2.0 * m * n * k;
+      auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
+      const double weight_gbps = weight_bytes / (ours_us * 1e-6) / 1e9;
+      const bool decode = m <= 128;
+      const char* config = m <= 32 ? "decode32" : m <= 64 ? "decode64" : "prefill128x128";
+      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx | %s\n", s.name,
+                  static_cast<long long>(m), ours_us, tflops(ours_us), weight_gbps,
+                  decode ? 100 * weight_gbps / copy_gbps : 0.0, blk_us, tflops(blk_us),
+                  blk_us > 0 ? blk_us / ours_us : 0.0, pt_us, tflops(pt_us), pt_us > 0 ? pt_us / ours_us : 0.0, config);
+      std::fflush(stdout);
+      results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"config", config},
+                         {"ours_us", ours_us}, {"ours_tflops", tflops(ours_us)},
+                         {"weight_bytes", weight_bytes}, {"weight_gbps", weight_gbps},
+                         {"weight_fraction_of_copy", weight_gbps / copy_gbps},
+                         {"cublaslt_block_us", blk_us}, {"cublaslt_block_tflops", tflops(blk_us)},
+                         {"speedup_vs_cublaslt_block", blk_us > 0 ? blk_us / ours_us : 0.0},
+                         {"cublaslt_per_tensor_us", pt_us}, {"cublaslt_per_tensor_tflops", tflops(pt_us)},
+                         {"ratio_vs_cublaslt_per_tensor", pt_us > 0 ? pt_us / ours_us : 0.0},
+                         {"a_scale_layout", scale_layout_name(layout)}, {"rotation_sets", sets}});
+    }
+  }
+  if (!options.json_path.empty()) {
+    nlohmann::json report = {{"benchmark", "block-gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},
+                             {"results", results}};
+    std::ofstream(options.json_path) << report.dump(2) << "\n";
+    std::printf("wrote %s\n", options.json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace lowbit::bench

@@ -1,0 +1,35 @@
+// Kernel configurations of the block-scaled FP8 GEMM and the heuristic that picks one per shape
+// (block_gemm_heuristics.cpp). LOWBIT_BLOCK_GEMM=<name> forces one; LOWBIT_PRINT_CONFIG=1
+// prints the choice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lowbit::cuda {
+
+enum class BlockGemmTile : std::uint8_t {
+  kPrefill128x128,  // A tile 128 tokens x 128 weight rows, cooperative, cluster 1x2
+  kDecode32,        // swap A/B: 128 weight rows x 32 tokens, stream-K over K
+  kDecode64,        // swap A/B: 128 weight rows x 64 tokens, stream-K over K
+};
+
+struct BlockFp8GemmConfig {
+  BlockGemmTile tile = BlockGemmTile::kPrefill128x128;
+  // Activation scales stored M-major (column-major layouts) instead of K-major (row-major).
+  bool a_scales_m_major = false;
+  // Column-major A scales whose row stride is not 16-byte aligned get copied to an aligned
+  // workspace first (TMA needs 16-byte strides).
+  bool realign_a_scales = false;
+};
+
+const char* block_gemm_tile_name(BlockGemmTile tile);
+std::string describe(const BlockFp8GemmConfig& config);
+
+// The configuration for an M x N x K problem; a_scales_m_major/realign come from the layout.
+BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                bool a_scales_m_major,
+                                                std::int64_t a_scale_stride_k,
+                                                bool fp32_output);
+
+}  // namespace lowbit::cuda

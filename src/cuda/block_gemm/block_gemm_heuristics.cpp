@@ -1,0 +1,79 @@
+// Configuration choice of the block-scaled FP8 GEMM. Up to M = 64 tokens the weight stream is
+// the floor, so the swapped (decode) tiles put the tokens in wgmma's N (32 or 64) instead of
+// padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM.
+// Above that, the 128 x 128 prefill tile (docs/block_gemm.md, docs/perf/block_gemm.md).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "block_gemm_config.h"
+
+namespace lowbit::cuda {
+
+const char* block_gemm_tile_name(BlockGemmTile tile) {
+  switch (tile) {
+    case BlockGemmTile::kPrefill128x128: return "prefill128x128";
+    case BlockGemmTile::kDecode32: return "decode32";
+    case BlockGemmTile::kDecode64: return "decode64";
+  }
+  return "?";
+}
+
+std::string describe(const BlockFp8GemmConfig& config) {
+  std::string text = block_gemm_tile_name(config.tile);
+  text += config.a_scales_m_major ? " a_scales=m_major" : " a_scales=k_major";
+  if (config.realign_a_scales) text += " (realigned copy)";
+  return text;
+}
+
+namespace {
+
+bool parse_override(BlockGemmTile& tile) {
+  const char* text = std::getenv("LOWBIT_BLOCK_GEMM");
+  if (text == nullptr) return false;
+  for (BlockGemmTile candidate : {BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32,
+                                  BlockGemmTile::kDecode64}) {
+    if (std::strcmp(text, block_gemm_tile_name(candidate)) == 0) {
+      tile = candidate;
+      return true;
+    }
+  }
+  std::fprintf(stderr,
+               "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32 or "
+               "decode64)\n",
+               text);
+  return false;
+}
+
+}  // namespace
+
+BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                bool a_scales_m_major,
+                                                std::int64_t a_scale_stride_k,
+                                                bool fp32_output) {
+  BlockFp8GemmConfig config;
+  config.a_scales_m_major = a_scales_m_major;
+  // NOTE: M-major scales are loaded by TMA, whose global strides must be 16-byte multiples.
+  config.realign_a_scales = a_scales_m_major && a_scale_stride_k % 4 != 0;
+  if (fp32_output) {
+    // fp32 output is built for the prefill tile only (it is for checks, not for speed).
+    config.tile = BlockGemmTile::kPrefill128x128;
+  } else if (!parse_override(config.tile)) {
+    if (m <= 32) {
+      config.tile = BlockGemmTile::kDecode32;
+    } else if (m <= 64) {
+      config.tile = BlockGemmTile::kDecode64;
+    } else {
+      config.tile = BlockGemmTile::kPrefill128x128;
+    }
+  }
+  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
+  if (print) {
+    std::fprintf(stderr, "[lowbit] block_fp8_mm m=%lld n=%lld k=%lld: %s\n",
+                 static_cast<long long>(m), static_cast<long long>(n),
+                 static_cast<long long>(k), describe(config).c_str());
+  }
+  return config;
+}
+
+}  // namespace lowbit::cuda
