@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -62,19 +63,25 @@ void check_lt(cublasStatus_t status, const char* what) {
 // weights as cuBLASLt's A (transposed, K-major) and the activations as B.
 class CublasLtFp8 {
  public:
-  CublasLtFp8(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled) : block_scaled_(block_scaled) {
+  // weights_as_a: the weights are cuBLASLt's A (BLK128x128 scales on A); else the activations
+  // are A (VEC128 on A, BLK128x128 on B) and D is [N, M] row-major (same work, same bytes).
+  CublasLtFp8(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled, bool weights_as_a)
+      : weights_as_a_(weights_as_a) {
     check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
     check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
     const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
     check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "transa");
     check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)), "transb");
-    const std::int32_t a_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-    const std::int32_t b_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    const std::int32_t weight_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    const std::int32_t act_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    const std::int32_t a_mode = weights_as_a ? weight_mode : act_mode;
+    const std::int32_t b_mode = weights_as_a ? act_mode : weight_mode;
+    const std::int64_t rows_a = weights_as_a ? n : m, rows_b = weights_as_a ? m : n;
     check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)), "a scale mode");
     check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)), "b scale mode");
-    check_lt(cublasLtMatrixLayoutCreate(&a_, CUDA_R_8F_E4M3, k, n, k), "a layout");
-    check_lt(cublasLtMatrixLayoutCreate(&b_, CUDA_R_8F_E4M3, k, m, k), "b layout");
-    check_lt(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, n, m, n), "d layout");
+    check_lt(cublasLtMatrixLayoutCreate(&a_, CUDA_R_8F_E4M3, k, rows_a, k), "a layout");
+    check_lt(cublasLtMatrixLayoutCreate(&b_, CUDA_R_8F_E4M3, k, rows_b, k), "b layout");
+    check_lt(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, rows_a, rows_b, rows_a), "d layout");
     workspace_ = std::make_unique<DeviceMemory>(kWorkspace);
     check_lt(cublasLtMatmulPreferenceCreate(&preference_), "preference");
     const std::size_t bytes = kWorkspace;
@@ -92,16 +99,20 @@ class CublasLtFp8 {
     cublasLtDestroy(handle_);
   }
   void run(const void* w, const float* w_scales, const void* x, const float* x_scales, void* y) const {
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scales, sizeof(w_scales)), "a scale");
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scales, sizeof(x_scales)), "b scale");
+    const void* a = weights_as_a_ ? w : x;
+    const void* b = weights_as_a_ ? x : w;
+    const float* a_scales = weights_as_a_ ? w_scales : x_scales;
+    const float* b_scales = weights_as_a_ ? x_scales : w_scales;
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scales, sizeof(a_scales)), "a scale");
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales, sizeof(b_scales)), "b scale");
     const float one = 1.0f, zero = 0.0f;
-    check_lt(cublasLtMatmul(handle_, desc_, &one, w, a_, x, b_, &zero, y, d_, y, d_, &heuristic_.algo,
+    check_lt(cublasLtMatmul(handle_, desc_, &one, a, a_, b, b_, &zero, y, d_, y, d_, &heuristic_.algo,
                             workspace_->get(), kWorkspace, nullptr), "cublasLtMatmul");
   }
 
  private:
   static constexpr std::size_t kWorkspace = 32 << 20;
-  bool block_scaled_;
+  bool weights_as_a_;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
@@ -123,9 +134,14 @@ int run_block_gemm_bench(const BenchOptions& options) {
   std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
               static_cast<long long>(device.l2_bytes >> 20));
   std::printf("ceiling: device copy %.1f GB/s (read + write)\n", copy_gbps);
+  std::printf("cuBLASLt %zu (runtime), CUDA runtime %d\n", cublasLtGetVersion(), [] {
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return v;
+  }());
   std::printf("%-20s %5s | %9s %7s %7s %6s | %9s %7s %6s | %9s %7s %6s | %s\n", "shape", "M", "ours us",
               "TFLOP/s", "wGB/s", "%copy", "ltblk us", "TFLOP/s", "x blk", "lt1 us", "TFLOP/s", "x pt",
-              "config");
+              "each config forced (us)");
   const std::vector<std::int64_t> token_counts =
       options.quick ? std::vector<std::int64_t>{1, 4096} : std::vector<std::int64_t>{1, 16, 64, 128, 4096};
   nlohmann::json results = nlohmann::json::array();
@@ -162,18 +178,55 @@ int run_block_gemm_bench(const BenchOptions& options) {
         block_fp8_mm(args);
       };
       const double ours_us = median_us(ours, sets, samples);
+      // Every configuration that applies to this M, forced one at a time (same run, same data).
+      nlohmann::json per_config = nlohmann::json::object();
+      std::string config_text;
+      for (const char* name : m <= 32   ? std::vector<const char*>{"decode32", "decode64", "prefill128x128", "prefill64x128pp"}
+                              : m <= 64 ? std::vector<const char*>{"decode64", "prefill128x128", "prefill64x128pp"}
+                                        : std::vector<const char*>{"prefill128x128", "prefill64x128pp"}) {
+        setenv("LOWBIT_BLOCK_GEMM", name, 1);
+        const std::int64_t forced_ws = block_fp8_mm_workspace_bytes(m, n, k, layout, DType::kBF16);
+        double us = -1;
+        if (forced_ws <= ws_bytes) {
+          us = median_us(ours, sets, samples);
+        } else {
+          DeviceMemory forced_workspace(static_cast<std::size_t>(forced_ws));
+          us = median_us([&](int set) {
+            BlockFp8MmArgs args;
+            args.a = TensorView::contiguous(x.get(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+            args.a_scales = TensorView::contiguous(x_scales.get(), DType::kFP32, {kb, m_aligned}, Device::kCUDA);
+            args.a_scale_layout = layout;
+            args.b = TensorView::contiguous(weights[set]->get(), DType::kFP8E4M3, {n, k}, Device::kCUDA);
+            args.b_scales = TensorView::contiguous(weight_scales[set]->get(), DType::kFP32, {nb, kb}, Device::kCUDA);
+            args.output = TensorView::contiguous(y.get(), DType::kBF16, {m, n}, Device::kCUDA);
+            args.workspace = TensorView::contiguous(forced_workspace.get(), DType::kUInt8, {forced_ws}, Device::kCUDA);
+            block_fp8_mm(args);
+          }, sets, samples);
+        }
+        unsetenv("LOWBIT_BLOCK_GEMM");
+        per_config[name] = us;
+        char text[64];
+        std::snprintf(text, sizeof(text), " %s=%.1f", name, us);
+        config_text += text;
+      }
       double blk_us = -1, pt_us = -1;
-      try {
-        const CublasLtFp8 blk(m, n, k, true);
-        blk_us = median_us([&](int set) {
-          blk.run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
-                  static_cast<const float*>(x_scales.get()), y.get());
-        }, sets, samples);
-      } catch (const Error& e) {
-        std::fprintf(stderr, "cuBLASLt block-scaled unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+      const char* blk_orientation = "none";
+      for (bool weights_as_a : {true, false}) {
+        try {
+          const CublasLtFp8 blk(m, n, k, true, weights_as_a);
+          blk_us = median_us([&](int set) {
+            blk.run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
+                    static_cast<const float*>(x_scales.get()), y.get());
+          }, sets, samples);
+          blk_orientation = weights_as_a ? "weights_as_A" : "activations_as_A";
+          break;
+        } catch (const Error& e) {
+          std::fprintf(stderr, "cuBLASLt block-scaled (%s) unavailable for M=%lld %s: %s\n",
+                       weights_as_a ? "weights as A" : "activations as A", static_cast<long long>(m), s.name, e.what());
+        }
       }
       try {
-        const CublasLtFp8 pt(m, n, k, false);
+        const CublasLtFp8 pt(m, n, k, false, true);
         pt_us = median_us([&](int set) {
           pt.run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),
                  static_cast<const float*>(scalar.get()), y.get());
@@ -185,13 +238,13 @@ int run_block_gemm_bench(const BenchOptions& options) {
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
       const double weight_gbps = weight_bytes / (ours_us * 1e-6) / 1e9;
       const bool decode = m <= 128;
-      const char* config = m <= 32 ? "decode32" : m <= 64 ? "decode64" : "prefill128x128";
-      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx | %s\n", s.name,
+      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx |%s\n", s.name,
                   static_cast<long long>(m), ours_us, tflops(ours_us), weight_gbps,
                   decode ? 100 * weight_gbps / copy_gbps : 0.0, blk_us, tflops(blk_us),
-                  blk_us > 0 ? blk_us / ours_us : 0.0, pt_us, tflops(pt_us), pt_us > 0 ? pt_us / ours_us : 0.0, config);
+                  blk_us > 0 ? blk_us / ours_us : 0.0, pt_us, tflops(pt_us), pt_us > 0 ? pt_us / ours_us : 0.0, config_text.c_str());
       std::fflush(stdout);
-      results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"config", config},
+      results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"forced_config_us", per_config},
+                         {"cublaslt_block_orientation", blk_orientation},
                          {"ours_us", ours_us}, {"ours_tflops", tflops(ours_us)},
                          {"weight_bytes", weight_bytes}, {"weight_gbps", weight_gbps},
                          {"weight_fraction_of_copy", weight_gbps / copy_gbps},

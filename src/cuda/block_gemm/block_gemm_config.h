@@ -12,7 +12,11 @@ enum class BlockGemmTile : std::uint8_t {
   kPrefill128x128,  // A tile 128 tokens x 128 weight rows, cooperative, cluster 1x2
   kDecode32,        // swap A/B: 128 weight rows x 32 tokens, stream-K over K
   kDecode64,        // swap A/B: 128 weight rows x 64 tokens, stream-K over K
+  kPrefill64x128Pingpong,  // 64 tokens x 128 weight rows per warpgroup, pingpong, persistent
 };
+inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
+    BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
+    BlockGemmTile::kPrefill64x128Pingpong};
 
 struct BlockFp8GemmConfig {
   BlockGemmTile tile = BlockGemmTile::kPrefill128x128;

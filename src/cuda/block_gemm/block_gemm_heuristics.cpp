@@ -1,7 +1,8 @@
 // Configuration choice of the block-scaled FP8 GEMM. Up to M = 64 tokens the weight stream is
 // the floor, so the swapped (decode) tiles put the tokens in wgmma's N (32 or 64) instead of
-// padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM.
-// Above that, the 128 x 128 prefill tile (docs/block_gemm.md, docs/perf/block_gemm.md).
+// padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM;
+// a persistent pingpong 64 x 128 tile serves short K and M up to 128; above that, the 128 x 128
+// cooperative tile (docs/block_gemm.md, docs/perf/block_gemm.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kPrefill128x128: return "prefill128x128";
     case BlockGemmTile::kDecode32: return "decode32";
     case BlockGemmTile::kDecode64: return "decode64";
+    case BlockGemmTile::kPrefill64x128Pingpong: return "prefill64x128pp";
   }
   return "?";
 }
@@ -31,16 +33,15 @@ namespace {
 bool parse_override(BlockGemmTile& tile) {
   const char* text = std::getenv("LOWBIT_BLOCK_GEMM");
   if (text == nullptr) return false;
-  for (BlockGemmTile candidate : {BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32,
-                                  BlockGemmTile::kDecode64}) {
+  for (BlockGemmTile candidate : kAllBlockGemmTiles) {
     if (std::strcmp(text, block_gemm_tile_name(candidate)) == 0) {
       tile = candidate;
       return true;
     }
   }
   std::fprintf(stderr,
-               "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32 or "
-               "decode64)\n",
+               "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
+               "decode64 or prefill64x128pp)\n",
                text);
   return false;
 }
@@ -59,10 +60,18 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // fp32 output is built for the prefill tile only (it is for checks, not for speed).
     config.tile = BlockGemmTile::kPrefill128x128;
   } else if (!parse_override(config.tile)) {
-    if (m <= 32) {
+    // Measured on an H200 over DeepSeek-V3's shapes (docs/perf/block_gemm.md): stream-K's
+    // fixed costs outweigh its balance when K is short, where the persistent pingpong tile
+    // wins; at long K the swapped stream-K tiles win for M <= 64; the 128 x 128 cooperative
+    // tile wins at large M except for the shortest K.
+    if (m <= 128 && k <= 2048) {
+      config.tile = BlockGemmTile::kPrefill64x128Pingpong;
+    } else if (m <= 32) {
       config.tile = BlockGemmTile::kDecode32;
     } else if (m <= 64) {
       config.tile = BlockGemmTile::kDecode64;
+    } else if (m <= 128 || k <= 512) {
+      config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else {
       config.tile = BlockGemmTile::kPrefill128x128;
     }

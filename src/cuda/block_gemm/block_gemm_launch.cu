@@ -44,6 +44,8 @@ const block_gemm::GemmEntry& entry_for_major(BlockGemmTile tile, DType out) {
   switch (tile) {
     case BlockGemmTile::kDecode32: return entry<BlockGemmTile::kDecode32, DType::kBF16, kMMajor>();
     case BlockGemmTile::kDecode64: return entry<BlockGemmTile::kDecode64, DType::kBF16, kMMajor>();
+    case BlockGemmTile::kPrefill64x128Pingpong:
+      return entry<BlockGemmTile::kPrefill64x128Pingpong, DType::kBF16, kMMajor>();
     case BlockGemmTile::kPrefill128x128: break;
   }
   return entry<BlockGemmTile::kPrefill128x128, DType::kBF16, kMMajor>();

@@ -11,10 +11,10 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 
 #include "block_gemm_launch.h"
+#include "lowbit/error.h"
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/detail/blockwise_scale_layout.hpp"
@@ -29,7 +29,10 @@ namespace lowbit::cuda::block_gemm {
 
 using namespace cute;
 
-template <class ElementD_, int kTileMN_A, int kTileMN_B, bool kSwapAB_, bool kActScalesMMajor_>
+// kPingpong: two consumer warpgroups on separate tiles (one's promotion overlaps the other's
+// MMAs) instead of both on one tile (cooperative).
+template <class ElementD_, int kTileMN_A, int kTileMN_B, bool kSwapAB_, bool kActScalesMMajor_,
+          bool kPingpong = false>
 struct BlockFp8Gemm {
   using ElementD = ElementD_;
   static constexpr bool kSwapAB = kSwapAB_;
@@ -39,6 +42,14 @@ struct BlockFp8Gemm {
   // NOTE: a 1x2 cluster multicasts the A tile to two CTAs; swap-AB tiles are too narrow in N
   // for the multicast to pay, and a 1x1 cluster lets stream-K place every unit freely.
   using ClusterShape = cute::conditional_t<kSwapAB, Shape<_1, _1, _1>, Shape<_1, _2, _1>>;
+  using MainloopSchedule =
+      cute::conditional_t<kPingpong, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise,
+                          cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise>;
+  // NOTE: CUTLASS's pingpong kernel has no stream-K; it uses the persistent data-parallel one.
+  using TileScheduler = cute::conditional_t<kPingpong, cutlass::gemm::PersistentScheduler,
+                                            cutlass::gemm::StreamKScheduler>;
+  using EpilogueSchedule = cute::conditional_t<kPingpong, cutlass::epilogue::TmaWarpSpecialized,
+                                               cutlass::epilogue::TmaWarpSpecializedCooperative>;
 
   // Scale granularity (M/N, K) of CUTLASS's A and B operands: activations 1 x 128, weights
   // 128 x 128. Weight scales are K-major ([N / 128, K / 128] row-major).
@@ -59,7 +70,7 @@ struct BlockFp8Gemm {
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, StrideD, kAlignD,
-      ElementD, StrideD, kAlignD, cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
+      ElementD, StrideD, kAlignD, EpilogueSchedule>::CollectiveOp;
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Fp8,
@@ -67,11 +78,10 @@ struct BlockFp8Gemm {
       cute::tuple<cutlass::layout::ColumnMajor, LayoutSFB>, 16, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise>::CollectiveOp;
+      MainloopSchedule>::CollectiveOp;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
-                                                      CollectiveEpilogue,
-                                                      cutlass::gemm::StreamKScheduler>;
+                                                      CollectiveEpilogue, TileScheduler>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
   static typename Gemm::Arguments arguments(const BlockFp8GemmProblem& p, const float* a_scales,
@@ -83,13 +93,18 @@ struct BlockFp8Gemm {
     const int n_blocks = static_cast<int>((p.n + 127) / 128);
     // Activation scales: ((1, M), (128, K/128)) with the caller's strides.
     auto act_scales = [&] {
-      auto shape = make_shape(make_shape(_1{}, m), make_shape(_128{}, k_blocks), 1);
       if constexpr (kActScalesMMajor) {
-        return make_layout(shape, make_stride(make_stride(_0{}, _1{}),
-                                              make_stride(_0{}, int(a_scale_stride_k)), 0));
+        // NOTE: TMA loads M-major scales, and CUTLASS requires their extent along M to be a
+        // multiple of 16 bytes too: describe the padded rows (round_up(M, 4) <= the row
+        // stride). Scales of rows >= M only meet zero-filled A rows and are never stored.
+        const int m_padded = (m + 3) / 4 * 4;
+        return make_layout(make_shape(make_shape(_1{}, m_padded), make_shape(_128{}, k_blocks), 1),
+                           make_stride(make_stride(_0{}, _1{}),
+                                       make_stride(_0{}, int(a_scale_stride_k)), 0));
       } else {
-        return make_layout(shape, make_stride(make_stride(_0{}, int(a_scale_stride_m)),
-                                              make_stride(_0{}, _1{}), 0));
+        return make_layout(make_shape(make_shape(_1{}, m), make_shape(_128{}, k_blocks), 1),
+                           make_stride(make_stride(_0{}, int(a_scale_stride_m)),
+                                       make_stride(_0{}, _1{}), 0));
       }
     }();
     auto weight_scales =
@@ -117,7 +132,7 @@ struct BlockFp8Gemm {
     args.epilogue.dC = args.epilogue.dD;
     args.epilogue.thread.alpha = 1.0f;
     args.epilogue.thread.beta = 0.0f;
-    // The scheduler's defaults: heuristic decomposition (data-parallel when the tiles fill
+    // Stream-K's defaults: heuristic decomposition (data-parallel when the tiles fill
     // the GPU, else stream-K or split-K) and deterministic reduction of partials, so reruns
     // give identical bits.
     return args;
@@ -132,12 +147,20 @@ struct BlockFp8Gemm {
                   std::int64_t stride_k, void* workspace, cudaStream_t stream) {
     Gemm gemm;
     auto args = arguments(p, a_scales, stride_m, stride_k);
+    const char* stage = "can_implement";
     cutlass::Status status = gemm.can_implement(args);
-    if (status == cutlass::Status::kSuccess) status = gemm.initialize(args, workspace, stream);
-    if (status == cutlass::Status::kSuccess) status = gemm.run(stream);
+    if (status == cutlass::Status::kSuccess) {
+      stage = "initialize";
+      status = gemm.initialize(args, workspace, stream);
+    }
+    if (status == cutlass::Status::kSuccess) {
+      stage = "run";
+      status = gemm.run(stream);
+    }
     if (status != cutlass::Status::kSuccess) {
-      throw std::runtime_error(std::string("block_fp8_mm: CUTLASS kernel failed: ") +
-                               cutlass::cutlassGetStatusString(status));
+      throw Error("block_fp8_mm", std::string("CUTLASS ") + stage, "kSuccess",
+                  std::string(cutlass::cutlassGetStatusString(status)) + " for M=" +
+                  std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
     }
   }
 };
