@@ -65,7 +65,10 @@ class CublasLtFp8 {
  public:
   // weights_as_a: the weights are cuBLASLt's A (BLK128x128 scales on A); else the activations
   // are A (VEC128 on A, BLK128x128 on B) and D is [N, M] row-major (same work, same bytes).
-  CublasLtFp8(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled, bool weights_as_a)
+  // NOTE: block-scaled modes need the scale pointers set before the algorithm query; run()
+  // re-points them at each rotation set's scales.
+  CublasLtFp8(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled, bool weights_as_a,
+              const float* w_scales, const float* x_scales)
       : weights_as_a_(weights_as_a) {
     check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
     check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
@@ -79,6 +82,7 @@ class CublasLtFp8 {
     const std::int64_t rows_a = weights_as_a ? n : m, rows_b = weights_as_a ? m : n;
     check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)), "a scale mode");
     check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)), "b scale mode");
+    set_scales(w_scales, x_scales);
     check_lt(cublasLtMatrixLayoutCreate(&a_, CUDA_R_8F_E4M3, k, rows_a, k), "a layout");
     check_lt(cublasLtMatrixLayoutCreate(&b_, CUDA_R_8F_E4M3, k, rows_b, k), "b layout");
     check_lt(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, rows_a, rows_b, rows_a), "d layout");
@@ -101,16 +105,19 @@ class CublasLtFp8 {
   void run(const void* w, const float* w_scales, const void* x, const float* x_scales, void* y) const {
     const void* a = weights_as_a_ ? w : x;
     const void* b = weights_as_a_ ? x : w;
-    const float* a_scales = weights_as_a_ ? w_scales : x_scales;
-    const float* b_scales = weights_as_a_ ? x_scales : w_scales;
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scales, sizeof(a_scales)), "a scale");
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales, sizeof(b_scales)), "b scale");
+    set_scales(w_scales, x_scales);
     const float one = 1.0f, zero = 0.0f;
     check_lt(cublasLtMatmul(handle_, desc_, &one, a, a_, b, b_, &zero, y, d_, y, d_, &heuristic_.algo,
                             workspace_->get(), kWorkspace, nullptr), "cublasLtMatmul");
   }
 
  private:
+  void set_scales(const float* w_scales, const float* x_scales) const {
+    const float* a_scales = weights_as_a_ ? w_scales : x_scales;
+    const float* b_scales = weights_as_a_ ? x_scales : w_scales;
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scales, sizeof(a_scales)), "a scale");
+    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales, sizeof(b_scales)), "b scale");
+  }
   static constexpr std::size_t kWorkspace = 32 << 20;
   bool weights_as_a_;
   cublasLtHandle_t handle_ = nullptr;
@@ -213,7 +220,8 @@ int run_block_gemm_bench(const BenchOptions& options) {
       const char* blk_orientation = "none";
       for (bool weights_as_a : {true, false}) {
         try {
-          const CublasLtFp8 blk(m, n, k, true, weights_as_a);
+          const CublasLtFp8 blk(m, n, k, true, weights_as_a, static_cast<const float*>(weight_scales[0]->get()),
+                                static_cast<const float*>(x_scales.get()));
           blk_us = median_us([&](int set) {
             blk.run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
                     static_cast<const float*>(x_scales.get()), y.get());
@@ -226,7 +234,8 @@ int run_block_gemm_bench(const BenchOptions& options) {
         }
       }
       try {
-        const CublasLtFp8 pt(m, n, k, false, true);
+        const CublasLtFp8 pt(m, n, k, false, true, static_cast<const float*>(scalar.get()),
+                             static_cast<const float*>(scalar.get()));
         pt_us = median_us([&](int set) {
           pt.run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),
                  static_cast<const float*>(scalar.get()), y.get());
