@@ -128,6 +128,11 @@ class CublasLtFp8 {
   std::unique_ptr<DeviceMemory> workspace_;
 };
 
+// Floats of a scale buffer for rows x cols scales, with both dims padded to multiples of 128.
+std::int64_t padded_scale_count(std::int64_t rows, std::int64_t cols) {
+  return ((rows + 127) / 128 * 128) * ((cols + 127) / 128 * 128);
+}
+
 double median_us(const std::function<void(int)>& launch, int sets, int samples) {
   return time_launches(launch, sets, samples).median_ms * 1e3;
 }
@@ -160,14 +165,15 @@ int run_block_gemm_bench(const BenchOptions& options) {
     for (int i = 0; i < sets; ++i) {
       weights.push_back(std::make_unique<DeviceMemory>(n * k));
       fill_fp8_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(weights.back()->get()), n * k, 11 + i);
-      weight_scales.push_back(std::make_unique<DeviceMemory>(nb * kb * 4 * 2));
-      fill_float_kernel<<<64, 256>>>(static_cast<float*>(weight_scales.back()->get()), nb * kb * 2, 1.0f / 256);
+      // Scale buffers padded far beyond [NB, KB]: cuBLASLt's block layouts pad their dims.
+      weight_scales.push_back(std::make_unique<DeviceMemory>(padded_scale_count(nb, kb) * 4));
+      fill_float_kernel<<<64, 256>>>(static_cast<float*>(weight_scales.back()->get()), padded_scale_count(nb, kb), 1.0f / 256);
     }
     for (std::int64_t m : token_counts) {
       const std::int64_t m_aligned = (m + 3) / 4 * 4;
-      DeviceMemory x(m * k), x_scales(kb * m_aligned * 4), y(m * n * 2), scalar(16);
+      DeviceMemory x(m * k), x_scales(padded_scale_count(m, kb) * 4), y(m * n * 2), scalar(16);
       fill_fp8_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(x.get()), m * k, 5);
-      fill_float_kernel<<<64, 256>>>(static_cast<float*>(x_scales.get()), kb * m_aligned, 1.0f / 64);
+      fill_float_kernel<<<64, 256>>>(static_cast<float*>(x_scales.get()), padded_scale_count(m, kb), 1.0f / 64);
       fill_float_kernel<<<1, 32>>>(static_cast<float*>(scalar.get()), 4, 1.0f);
       check(cudaGetLastError(), "fill");
       const ScaleLayout layout = ScaleLayout::kColumnMajorTmaAligned;
