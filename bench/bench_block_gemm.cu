@@ -30,10 +30,12 @@ struct GemmShape {
   std::int64_t n, k;
 };
 // DeepSeek-V3: the six shapes of the issue's prefill bar, plus kv_a (576 x 7168).
+// o_proj runs last: cuBLASLt 13.1's block-scaled kernel hit an illegal address at M = 1 there
+// on an H200 (it poisons the context), so its block-scaled baseline runs only at M = 4096.
 constexpr GemmShape kShapes[] = {{"q_a+kv_a 2112x7168", 2112, 7168}, {"q_b 24576x1536", 24576, 1536},
-                                 {"kv_b 32768x512", 32768, 512},     {"o_proj 7168x16384", 7168, 16384},
-                                 {"gate_up 4096x7168", 4096, 7168},  {"down 7168x2048", 7168, 2048},
-                                 {"kv_a 576x7168", 576, 7168}};
+                                 {"kv_b 32768x512", 32768, 512},     {"gate_up 4096x7168", 4096, 7168},
+                                 {"down 7168x2048", 7168, 2048},     {"kv_a 576x7168", 576, 7168},
+                                 {"o_proj 7168x16384", 7168, 16384}};
 
 __global__ void fill_fp8_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
@@ -224,7 +226,13 @@ int run_block_gemm_bench(const BenchOptions& options) {
       }
       double blk_us = -1, pt_us = -1;
       const char* blk_orientation = "none";
+      const bool skip_block_baseline = k == 16384 && m < 4096;
+      if (skip_block_baseline) {
+        std::fprintf(stderr, "cuBLASLt block-scaled skipped for M=%lld %s (illegal address in cuBLASLt 13.1)\n",
+                     static_cast<long long>(m), s.name);
+      }
       for (bool weights_as_a : {true, false}) {
+        if (skip_block_baseline) break;
         try {
           const CublasLtFp8 blk(m, n, k, true, weights_as_a, static_cast<const float*>(weight_scales[0]->get()),
                                 static_cast<const float*>(x_scales.get()));
