@@ -53,7 +53,7 @@ python_suites() {
   step py_configure cmake -S . -B build-py -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DLOWBIT_WITH_CUDA=ON -DLOWBIT_BUILD_PYTHON=ON -DLOWBIT_BUILD_TESTS=OFF \
     -DLOWBIT_BUILD_TOOLS=OFF -DPython_EXECUTABLE="$(command -v python3)" \
-    -DLOWBIT_CUTLASS_INCLUDE_DIR="$PWD/.deps/cutlass/include"
+    -DLOWBIT_CUTLASS_INCLUDE_DIR="$PWD/.deps/cutlass/include" -DLOWBIT_JSON_INCLUDE_DIR="$PWD/.deps/include"
   step py_build cmake --build build-py -j "$(nproc)"
   cp build-py/python/_lowbit*.so python/lowbit/
   (cd tests/python && PYTHONPATH="$PWD/../../python:$PYTHONPATH" step py_tests python3 -m pytest -q . ../python_gpu)

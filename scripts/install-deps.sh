@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what lowbit builds with on a Debian machine (skips what is already there):
-# CMake, g++, GoogleTest, nlohmann/json, and CUTLASS headers (pip) when nvcc is present. The CUDA
-# toolkit is optional: without nvcc the build is CPU-only (LOWBIT_WITH_CUDA=OFF).
+# CMake, g++, GoogleTest, nlohmann/json, clang with its libFuzzer runtime (the fuzz test), and
+# CUTLASS headers (pip) when nvcc is present. The CUDA toolkit is optional: without nvcc the build
+# is CPU-only (LOWBIT_WITH_CUDA=OFF).
 set -euo pipefail
-packages=(cmake g++ make libgtest-dev googletest nlohmann-json3-dev)
+packages=(cmake g++ make libgtest-dev googletest nlohmann-json3-dev clang libclang-rt-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

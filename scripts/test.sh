@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh lowbit_cpu_tests lowbit_cli
+scripts/build.sh lowbit_cpu_tests lowbit_fuzz_targets lowbit_cli
 ctest --test-dir build -L cpu --output-on-failure -j "$(nproc)"
 
 python3 -m pip install -q --disable-pip-version-check scikit-build-core nanobind numpy ml_dtypes pytest

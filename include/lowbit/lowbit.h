@@ -2,8 +2,10 @@
 #pragma once
 
 #include "lowbit/activation.h"
+#include "lowbit/block_gemm.h"
 #include "lowbit/error.h"
 #include "lowbit/formats.h"
 #include "lowbit/nvfp4.h"
 #include "lowbit/quant.h"
+#include "lowbit/safetensors.h"
 #include "lowbit/tensor.h"
