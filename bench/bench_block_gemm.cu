@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "cublaslt_gemm.cuh"
 #include "harness.cuh"
 #include "lowbit/block_gemm.h"
 
@@ -54,81 +55,6 @@ __global__ void fill_float_kernel(float* data, std::int64_t count, float value) 
     data[i] = value * (1.0f + static_cast<float>(i % 7) / 8.0f);
   }
 }
-
-void check_lt(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw Error("bench block-gemm", what, "CUBLAS_STATUS_SUCCESS", std::to_string(static_cast<int>(status)));
-  }
-}
-
-// cuBLASLt FP8: D[N, M] (column-major, i.e. out[M, N] row-major) = W[N, K] . X[M, K]^T with the
-// weights as cuBLASLt's A (transposed, K-major) and the activations as B.
-class CublasLtFp8 {
- public:
-  // weights_as_a: the weights are cuBLASLt's A (BLK128x128 scales on A); else the activations
-  // are A (VEC128 on A, BLK128x128 on B) and D is [N, M] row-major (same work, same bytes).
-  // NOTE: block-scaled modes need the scale pointers set before the algorithm query; run()
-  // re-points them at each rotation set's scales.
-  CublasLtFp8(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled, bool weights_as_a,
-              const float* w_scales, const float* x_scales)
-      : weights_as_a_(weights_as_a) {
-    check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-    check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "transa");
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)), "transb");
-    const std::int32_t weight_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-    const std::int32_t act_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-    const std::int32_t a_mode = weights_as_a ? weight_mode : act_mode;
-    const std::int32_t b_mode = weights_as_a ? act_mode : weight_mode;
-    const std::int64_t rows_a = weights_as_a ? n : m, rows_b = weights_as_a ? m : n;
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)), "a scale mode");
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)), "b scale mode");
-    set_scales(w_scales, x_scales);
-    check_lt(cublasLtMatrixLayoutCreate(&a_, CUDA_R_8F_E4M3, k, rows_a, k), "a layout");
-    check_lt(cublasLtMatrixLayoutCreate(&b_, CUDA_R_8F_E4M3, k, rows_b, k), "b layout");
-    check_lt(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, rows_a, rows_b, rows_a), "d layout");
-    workspace_ = std::make_unique<DeviceMemory>(kWorkspace);
-    check_lt(cublasLtMatmulPreferenceCreate(&preference_), "preference");
-    const std::size_t bytes = kWorkspace;
-    check_lt(cublasLtMatmulPreferenceSetAttribute(preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)), "pref");
-    int found = 0;
-    check_lt(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, d_, d_, preference_, 1, &heuristic_, &found), "heuristic");
-    if (found == 0) throw Error("bench block-gemm", "cublasLt", "an algorithm", "none");
-  }
-  ~CublasLtFp8() {
-    cublasLtMatmulPreferenceDestroy(preference_);
-    cublasLtMatrixLayoutDestroy(a_);
-    cublasLtMatrixLayoutDestroy(b_);
-    cublasLtMatrixLayoutDestroy(d_);
-    cublasLtMatmulDescDestroy(desc_);
-    cublasLtDestroy(handle_);
-  }
-  void run(const void* w, const float* w_scales, const void* x, const float* x_scales, void* y) const {
-    const void* a = weights_as_a_ ? w : x;
-    const void* b = weights_as_a_ ? x : w;
-    set_scales(w_scales, x_scales);
-    const float one = 1.0f, zero = 0.0f;
-    check_lt(cublasLtMatmul(handle_, desc_, &one, a, a_, b, b_, &zero, y, d_, y, d_, &heuristic_.algo,
-                            workspace_->get(), kWorkspace, nullptr), "cublasLtMatmul");
-  }
-
- private:
-  void set_scales(const float* w_scales, const float* x_scales) const {
-    const float* a_scales = weights_as_a_ ? w_scales : x_scales;
-    const float* b_scales = weights_as_a_ ? x_scales : w_scales;
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scales, sizeof(a_scales)), "a scale");
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales, sizeof(b_scales)), "b scale");
-  }
-  static constexpr std::size_t kWorkspace = 32 << 20;
-  bool weights_as_a_;
-  cublasLtHandle_t handle_ = nullptr;
-  cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
-  cublasLtMatmulPreference_t preference_ = nullptr;
-  cublasLtMatmulHeuristicResult_t heuristic_ = {};
-  std::unique_ptr<DeviceMemory> workspace_;
-};
 
 // Floats of a scale buffer for rows x cols scales, with both dims padded to multiples of 128.
 std::int64_t padded_scale_count(std::int64_t rows, std::int64_t cols) {
@@ -225,7 +151,7 @@ int run_block_gemm_bench(const BenchOptions& options) {
       for (bool weights_as_a : {true, false}) {
         if (skip_block_baseline) break;
         try {
-          const CublasLtFp8 blk(m, n, k, true, weights_as_a, static_cast<const float*>(weight_scales[0]->get()),
+          const CublasLtFp8Gemm blk(m, n, k, true, weights_as_a, static_cast<const float*>(weight_scales[0]->get()),
                                 static_cast<const float*>(x_scales.get()));
           blk_us = median_us([&](int set) {
             blk.run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
@@ -239,7 +165,7 @@ int run_block_gemm_bench(const BenchOptions& options) {
         }
       }
       try {
-        const CublasLtFp8 pt(m, n, k, false, true, static_cast<const float*>(scalar.get()),
+        const CublasLtFp8Gemm pt(m, n, k, false, true, static_cast<const float*>(scalar.get()),
                              static_cast<const float*>(scalar.get()));
         pt_us = median_us([&](int set) {
           pt.run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "cublaslt_gemm.cuh"
 #include "harness.cuh"
 #include "lowbit/nvfp4.h"
 
@@ -95,63 +96,6 @@ RoutingSet make_routing(const Model& m, std::int64_t tokens, std::mt19937_64& rn
   set.active_ids = ids;
   return set;
 }
-
-// cuBLASLt bf16 batched GEMM: batch experts, D[N, m] = W[N, K] x X[m, K]^T, fp32 accumulation.
-class CublasLtBf16Batched {
- public:
-  CublasLtBf16Batched(std::int64_t n, std::int64_t k, std::int64_t m, std::int64_t batch)
-      : n_(n), k_(k), m_(m), batch_(batch) {
-    check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-    check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)), "transa");
-    check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof(none)), "transb");
-    a_ = layout(k, n, k, k * n);  // W as column-major [K, N]
-    b_ = layout(k, m, k, k * m);  // X as column-major [K, m]
-    d_ = layout(n, m, n, n * m);
-    check_lt(cublasLtMatmulPreferenceCreate(&preference_), "preference");
-    const std::size_t workspace = 32 << 20;
-    check_lt(cublasLtMatmulPreferenceSetAttribute(preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &workspace, sizeof(workspace)), "workspace");
-    workspace_ = std::make_unique<DeviceMemory>(workspace);
-    int found = 0;
-    check_lt(cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, d_, d_, preference_, 1, &heuristic_, &found), "heuristic");
-    if (found == 0) throw Error("bench nvfp4", "cublasLt", "an algorithm", "none");
-  }
-  ~CublasLtBf16Batched() {
-    cublasLtMatmulPreferenceDestroy(preference_);
-    cublasLtMatrixLayoutDestroy(a_);
-    cublasLtMatrixLayoutDestroy(b_);
-    cublasLtMatrixLayoutDestroy(d_);
-    cublasLtMatmulDescDestroy(desc_);
-    cublasLtDestroy(handle_);
-  }
-  void run(const void* w, const void* x, void* y) const {
-    const float one = 1.0f, zero = 0.0f;
-    check_lt(cublasLtMatmul(handle_, desc_, &one, w, a_, x, b_, &zero, y, d_, y, d_, &heuristic_.algo,
-                            workspace_->get(), 32 << 20, nullptr), "cublasLtMatmul");
-  }
-
- private:
-  static void check_lt(cublasStatus_t status, const char* what) {
-    if (status != CUBLAS_STATUS_SUCCESS) throw Error("bench nvfp4", what, "CUBLAS_STATUS_SUCCESS", std::to_string(status));
-  }
-  cublasLtMatrixLayout_t layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t stride) const {
-    cublasLtMatrixLayout_t l;
-    check_lt(cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, rows, cols, ld), "layout");
-    const int count = static_cast<int>(batch_);
-    check_lt(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), "batch");
-    check_lt(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)), "stride");
-    return l;
-  }
-  std::int64_t n_, k_, m_, batch_;
-  cublasLtHandle_t handle_ = nullptr;
-  cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;
-  cublasLtMatmulPreference_t preference_ = nullptr;
-  cublasLtMatmulHeuristicResult_t heuristic_ = {};
-  std::unique_ptr<DeviceMemory> workspace_;
-};
 
 struct Measured {
   double us, gbps;
@@ -239,7 +183,7 @@ int run_nvfp4_bench(const BenchOptions& options) {
         }
         DeviceMemory bx(active * per_expert * k * 2), by(active * per_expert * n * 2);
         fill_random_activations(bx.get(), active * per_expert * k, 2, 9);
-        const CublasLtBf16Batched gemm(n, k, per_expert, active);
+        const CublasLtBf16Gemm gemm(per_expert, n, k, active);
         const Measured bf16 = measure([&](int s) { gemm.run(bf16_weights[s]->get(), bx.get(), by.get()); },
                                       bf16_sets, samples,
                                       bf16_bytes + active * per_expert * (k + n) * 2.0);

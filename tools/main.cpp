@@ -1,5 +1,5 @@
-// The `lowbit` command: the main job (a quantization demo on real model shapes, GPU if present,
-// else CPU) and the benchmarks.
+// The `lowbit` command: the main job (one FP8 SwiGLU FFN layer end to end on real model shapes,
+// GPU if present, else CPU), the per_token_group_quant demo and the benchmarks.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +7,8 @@
 
 #include "bench.h"
 #include "demo.h"
+#include "ffn_options.h"
+#include "ffn_run.h"
 #include "lowbit/error.h"
 
 namespace {
@@ -14,7 +16,16 @@ namespace {
 void print_usage() {
   std::printf(
       "usage: lowbit [command] [options]\n"
-      "  demo [--tokens T] [--hidden K] [--cpu]   (default command) quantize a DeepSeek-V3-shaped\n"
+      "  ffn [--model M] [--tokens T] [--weights FILE --layer NAME] [--seed S] [--rows R] [--cpu]\n"
+      "      [--json FILE]                        (default command) one SwiGLU FFN layer in FP8 the\n"
+      "                                           DeepSeek-V3 way: per_token_group_quant ->\n"
+      "                                           block_fp8_mm -> silu_and_mul_quant -> block_fp8_mm;\n"
+      "                                           accuracy vs a double-precision reference, time per\n"
+      "                                           stage vs its roofline floor, speedup over bf16\n"
+      "                                           cuBLASLt. Models: deepseek-v3 (default), llama3-8b,\n"
+      "                                           qwen3-32b. --weights: DeepSeek-V3 FP8 safetensors,\n"
+      "                                           NAME.{gate,up,down}_proj.weight[_scale_inv]\n"
+      "  demo [--tokens T] [--hidden K] [--cpu]   quantize a DeepSeek-V3-shaped\n"
       "                                           activation with per_token_group_quant on the GPU\n"
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
@@ -43,6 +54,42 @@ std::int64_t parse_positive(const std::string& text, const char* name) {
     std::exit(2);
   }
   return value;
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+  return static_cast<std::uint64_t>(parse_positive(text, "--seed"));
+}
+
+int run_ffn_command(int argc, char** argv, int first) {
+  lowbit::tools::FfnOptions options;
+  for (int i = first; i < argc; ++i) {
+    std::string value;
+    if (take_value(argc, argv, i, "--model", value)) {
+      options.model = value;
+    } else if (take_value(argc, argv, i, "--tokens", value)) {
+      options.tokens = parse_positive(value, "--tokens");
+    } else if (take_value(argc, argv, i, "--weights", value)) {
+      options.weights_path = value;
+    } else if (take_value(argc, argv, i, "--layer", value)) {
+      options.layer = value;
+    } else if (take_value(argc, argv, i, "--seed", value)) {
+      options.seed = parse_seed(value);
+    } else if (take_value(argc, argv, i, "--rows", value)) {
+      options.reference_rows = static_cast<int>(parse_positive(value, "--rows"));
+    } else if (take_value(argc, argv, i, "--json", value)) {
+      options.json_path = value;
+    } else if (std::strcmp(argv[i], "--cpu") == 0) {
+      options.force_cpu = true;
+    } else {
+      std::fprintf(stderr, "lowbit ffn: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (options.weights_path.empty() != options.layer.empty()) {
+    std::fprintf(stderr, "lowbit ffn: --weights and --layer go together\n");
+    return 2;
+  }
+  return lowbit::tools::run_ffn(options);
 }
 
 int run_demo_command(int argc, char** argv, int first) {
@@ -92,14 +139,15 @@ int run_bench_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    const std::string command = argc > 1 ? argv[1] : "demo";
+    const std::string command = argc > 1 ? argv[1] : "ffn";
     if (command == "help" || command == "--help" || command == "-h") {
       print_usage();
       return 0;
     }
     if (command == "bench") return run_bench_command(argc, argv);
+    if (command == "ffn") return run_ffn_command(argc, argv, 2);
     if (command == "demo") return run_demo_command(argc, argv, 2);
-    if (command.rfind("--", 0) == 0) return run_demo_command(argc, argv, 1);
+    if (command.rfind("--", 0) == 0) return run_ffn_command(argc, argv, 1);
     std::fprintf(stderr, "lowbit: unknown command '%s'\n", command.c_str());
     print_usage();
     return 2;

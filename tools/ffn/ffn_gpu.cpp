@@ -1,0 +1,86 @@
+// Timings of the FP8 FFN layer on the GPU against its roofline ceilings and a bf16 cuBLASLt layer,
+// all measured in this run with the benchmark harness (median of samples, warm-up first).
+#include "ffn_gpu.h"
+
+#include <cuda_runtime.h>
+
+#include "cublaslt_gemm.cuh"
+#include "ffn_random.h"
+#include "harness.cuh"
+#include "lowbit/activation.h"
+#include "lowbit/formats.h"
+
+namespace lowbit::tools {
+namespace {
+
+using bench::DeviceMemory;
+
+double median_us(const std::function<void()>& launch, int samples) {
+  return bench::time_launches([&](int) { launch(); }, 1, samples).median_ms * 1e3;
+}
+
+// cuBLASLt FP8 (per-tensor scales, bf16 out) at 8192^3 on random finite e4m3 codes: the matrix
+// rate the GEMM stages' floors use.
+double measure_fp8_tflops(int samples) {
+  constexpr std::int64_t kSize = 8192;
+  std::vector<std::uint8_t> codes(kSize * kSize);
+  parallel_ranges(kSize * kSize, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) codes[i] = splitmix64(i) & 0xF7;  // never NaN
+  });
+  DeviceMemory a(codes.size()), b(codes.size()), d(kSize * kSize * 2), scale(sizeof(float));
+  bench::check(cudaMemcpy(a.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice), "copy");
+  bench::check(cudaMemcpy(b.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice), "copy");
+  const float one = 1.0f;
+  bench::check(cudaMemcpy(scale.get(), &one, sizeof(one), cudaMemcpyHostToDevice), "copy");
+  const auto* s = static_cast<const float*>(scale.get());
+  const bench::CublasLtFp8Gemm gemm(kSize, kSize, kSize, false, true, s, s);
+  const double us = median_us([&] { gemm.run(a.get(), s, b.get(), s, d.get()); }, samples);
+  return 2.0 * kSize * kSize * kSize / (us * 1e-6) / 1e12;
+}
+
+std::vector<std::uint16_t> to_bf16(const std::vector<float>& values) {
+  std::vector<std::uint16_t> out(values.size());
+  parallel_ranges(static_cast<std::int64_t>(values.size()), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) out[i] = float_to_bf16(values[i]);
+  });
+  return out;
+}
+
+}  // namespace
+
+FfnGpuMeasurement measure_ffn_on_gpu(const FfnLayer& layer, const FfnWeights& weights,
+                                     std::int64_t tokens, int samples) {
+  FfnGpuMeasurement result;
+  result.device = bench::device_info().name;
+  result.copy_gbps = bench::measure_copy_gbps(samples);
+  result.fp8_tflops = measure_fp8_tflops(samples);
+  for (const FfnStage& stage : layer.stages()) {
+    result.stage_us.push_back(median_us([&] { stage.run(nullptr); }, samples));
+  }
+  result.total_us = median_us([&] { layer.run(nullptr); }, samples);
+
+  // The same layer in bf16: x and the unquantized weights through cuBLASLt, our bf16 SiLU*mul.
+  const std::int64_t t = tokens, h = weights.shape.hidden, i = weights.shape.intermediate;
+  const std::vector<std::uint16_t> gate_up = to_bf16(weights.gate_up), down = to_bf16(weights.down);
+  DeviceMemory w_gate_up(gate_up.size() * 2), w_down(down.size() * 2);
+  DeviceMemory hidden(t * 2 * i * 2), activation(t * i * 2), y(t * h * 2);
+  bench::check(cudaMemcpy(w_gate_up.get(), gate_up.data(), gate_up.size() * 2, cudaMemcpyHostToDevice), "copy");
+  bench::check(cudaMemcpy(w_down.get(), down.data(), down.size() * 2, cudaMemcpyHostToDevice), "copy");
+  bench::check(cudaMemset(y.get(), 0xFF, t * h * 2), "poison");
+  const bench::CublasLtBf16Gemm first(t, 2 * i, h), second(t, h, i);
+  SiluAndMulArgs silu;
+  silu.input = TensorView::contiguous(hidden.get(), DType::kBF16, {t, 2 * i}, Device::kCUDA);
+  silu.output = TensorView::contiguous(activation.get(), DType::kBF16, {t, i}, Device::kCUDA);
+  const auto bf16_layer = [&] {
+    first.run(w_gate_up.get(), layer.input().data, hidden.get());
+    silu_and_mul(silu);
+    second.run(w_down.get(), activation.get(), y.get());
+  };
+  bf16_layer();
+  result.bf16_output.resize(t * h);
+  bench::check(cudaMemcpy(result.bf16_output.data(), y.get(), t * h * 2, cudaMemcpyDeviceToHost), "copy");
+  result.bf16_total_us = median_us(bf16_layer, samples);
+  return result;
+}
+
+}  // namespace lowbit::tools
