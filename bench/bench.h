@@ -1,28 +1,30 @@
-// Benchmark entry points of `lowbit bench <family>`. Each writes a table to stdout and, when
-// json_path is non-empty, a JSON report. No CUDA header here: the CLI compiles without CUDA.
+// `lowbit bench [family]`: the kernel benchmarks of every family with in-run baselines. Each
+// family returns its JSON report (and prints a table as it goes); run_benchmarks writes the JSON
+// and the PNG roofline. No CUDA header here: the CLI compiles without CUDA.
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace lowbit::bench {
 
 struct BenchOptions {
-  std::string json_path;  // empty: no JSON file
-  bool quick = false;     // fewer repetitions (smoke runs)
+  std::string json_path;  // empty: lowbit-bench-<family>.json in the current directory
+  std::string png_path;   // empty: lowbit-bench-<family>.png
+  bool quick = false;     // fewer shapes and repetitions (smoke runs)
 };
 
-// per_token_group_quant over the M x K grid, against the device copy bandwidth.
-int run_quant_bench(const BenchOptions& options);
+// The families in the order `lowbit bench` runs them: quant, nvfp4, block-gemm.
+const std::vector<std::string>& bench_families();
 
-// NVFP4 dense and 2:4 MoE-decode GEMVs against copy bandwidth and cuBLASLt bf16.
-int run_nvfp4_bench(const BenchOptions& options);
+// Runs one family, or every family for "all"; writes the JSON report and the PNG roofline.
+// Returns the process exit status.
+int run_benchmarks(const std::string& family, const BenchOptions& options);
 
-// block_fp8_mm on DeepSeek-V3 shapes against cuBLASLt block-scaled and per-tensor FP8.
-int run_block_gemm_bench(const BenchOptions& options);
-
-}  // namespace lowbit::bench
-
-namespace lowbit::bench {
+// Re-plots saved JSON reports (from run_benchmarks or one family) into a PNG; needs no GPU.
+int plot_reports(const std::vector<std::string>& json_paths, const std::string& png_path);
 
 // Number of CUDA devices usable by this build (0 without CUDA or without a GPU).
 int cuda_device_count();

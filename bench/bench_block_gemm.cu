@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "families.h"
 #include "cublaslt_gemm.cuh"
 #include "harness.cuh"
 #include "lowbit/block_gemm.h"
@@ -67,13 +68,15 @@ double median_us(const std::function<void(int)>& launch, int sets, int samples) 
 
 }  // namespace
 
-int run_block_gemm_bench(const BenchOptions& options) {
+nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
   const int samples = options.quick ? 5 : 20;
   const double copy_gbps = measure_copy_gbps(samples);
   std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
               static_cast<long long>(device.l2_bytes >> 20));
-  std::printf("ceiling: device copy %.1f GB/s (read + write)\n", copy_gbps);
+  const double fp8_tflops = measure_cublaslt_fp8_tflops(samples);
+  std::printf("ceilings: device copy %.1f GB/s (read + write), cuBLASLt FP8 8192^3 %.0f TFLOP/s\n",
+              copy_gbps, fp8_tflops);
   std::printf("cuBLASLt %zu (runtime), CUDA runtime %d\n", cublasLtGetVersion(), [] {
     int v = 0;
     cudaRuntimeGetVersion(&v);
@@ -195,13 +198,8 @@ int run_block_gemm_bench(const BenchOptions& options) {
                          {"a_scale_layout", scale_layout_name(layout)}, {"rotation_sets", sets}});
     }
   }
-  if (!options.json_path.empty()) {
-    nlohmann::json report = {{"benchmark", "block-gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},
-                             {"results", results}};
-    std::ofstream(options.json_path) << report.dump(2) << "\n";
-    std::printf("wrote %s\n", options.json_path.c_str());
-  }
-  return 0;
+  return {{"benchmark", "block-gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},
+          {"fp8_tflops", fp8_tflops}, {"results", results}};
 }
 
 }  // namespace lowbit::bench

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "families.h"
 #include "cublaslt_gemm.cuh"
 #include "harness.cuh"
 #include "lowbit/nvfp4.h"
@@ -108,7 +109,7 @@ Measured measure(const std::function<void(int)>& launch, int sets, int samples, 
 
 }  // namespace
 
-int run_nvfp4_bench(const BenchOptions& options) {
+nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
   const int samples = options.quick ? 5 : 30;
   const double copy_gbps = measure_copy_gbps(samples);
@@ -208,13 +209,8 @@ int run_nvfp4_bench(const BenchOptions& options) {
       }
     }
   }
-  if (!options.json_path.empty()) {
-    nlohmann::json report = {{"benchmark", "nvfp4"}, {"device", device.name}, {"copy_gbps", copy_gbps},
-                             {"results", results}};
-    std::ofstream(options.json_path) << report.dump(2) << "\n";
-    std::printf("wrote %s\n", options.json_path.c_str());
-  }
-  return 0;
+  return {{"benchmark", "nvfp4"}, {"device", device.name}, {"copy_gbps", copy_gbps},
+          {"results", results}};
 }
 
 }  // namespace lowbit::bench

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "families.h"
 #include "harness.cuh"
 #include "lowbit/activation.h"
 #include "lowbit/quant.h"
@@ -203,7 +204,7 @@ nlohmann::json bench_row_quant(const Context& ctx, RowOp op, std::int64_t m, std
 
 }  // namespace
 
-int run_quant_bench(const BenchOptions& options) {
+nlohmann::json run_quant_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
   Context ctx;
   ctx.samples = options.quick ? 5 : 30;
@@ -245,18 +246,13 @@ int run_quant_bench(const BenchOptions& options) {
       for (std::int64_t m : {16, 4096, 16384}) results.push_back(bench_row_quant(ctx, op, m, k));
     }
   }
-  if (!options.json_path.empty()) {
-    nlohmann::json report = {{"benchmark", "quant"},
-                             {"device", device.name},
-                             {"sm_count", device.sm_count},
-                             {"l2_bytes", device.l2_bytes},
-                             {"copy_gbps", ctx.copy_gbps},
-                             {"empty_launch_us", ctx.empty_launch_ms * 1e3},
-                             {"results", results}};
-    std::ofstream(options.json_path) << report.dump(2) << "\n";
-    std::printf("wrote %s\n", options.json_path.c_str());
-  }
-  return 0;
+  return {{"benchmark", "quant"},
+          {"device", device.name},
+          {"sm_count", device.sm_count},
+          {"l2_bytes", device.l2_bytes},
+          {"copy_gbps", ctx.copy_gbps},
+          {"empty_launch_us", ctx.empty_launch_ms * 1e3},
+          {"results", results}};
 }
 
 }  // namespace lowbit::bench

@@ -3,6 +3,7 @@
 #include "cublaslt_gemm.cuh"
 
 #include <string>
+#include <vector>
 
 namespace lowbit::bench {
 
@@ -111,6 +112,25 @@ void CublasLtFp8Gemm::set_scales(const float* w_scales, const float* x_scales) c
                                           sizeof(a_scales)), "a scale pointer");
   check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scales,
                                           sizeof(b_scales)), "b scale pointer");
+}
+
+double measure_cublaslt_fp8_tflops(int samples) {
+  constexpr std::int64_t kSize = 8192;
+  std::vector<std::uint8_t> codes(kSize * kSize);
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (std::uint8_t& code : codes) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    code = static_cast<std::uint8_t>(state >> 56) & 0xF7;  // clears the NaN pattern 0x7F/0xFF
+  }
+  DeviceMemory a(codes.size()), b(codes.size()), d(kSize * kSize * 2), scale(sizeof(float));
+  check(cudaMemcpy(a.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice), "copy");
+  check(cudaMemcpy(b.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice), "copy");
+  const float one = 1.0f;
+  check(cudaMemcpy(scale.get(), &one, sizeof(one), cudaMemcpyHostToDevice), "copy");
+  const auto* s = static_cast<const float*>(scale.get());
+  const CublasLtFp8Gemm gemm(kSize, kSize, kSize, false, true, s, s);
+  const Timing t = time_launches([&](int) { gemm.run(a.get(), s, b.get(), s, d.get()); }, 1, samples);
+  return 2.0 * kSize * kSize * kSize / (t.median_ms * 1e-3) / 1e12;
 }
 
 }  // namespace lowbit::bench

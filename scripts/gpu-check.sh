@@ -5,7 +5,7 @@
 # nlohmann/json headers, CUTLASS 4.2 headers in .deps/cutlass/include): name it in `carry`.
 # The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
 #   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
-#                               [--tests=GTEST_FILTER] [--benches=quant,nvfp4,block-gemm]
+#                               [--tests=GTEST_FILTER] [--benches=all|quant,nvfp4,block-gemm]
 #                               [--skip-python]
 # --tests runs only the matching GPU tests (no forced-kernel reruns, no demo).
 set -uo pipefail
@@ -16,7 +16,7 @@ quick=""
 only_bench=0
 only_python=0
 tests_filter=""
-benches="quant,nvfp4,block-gemm"
+benches="all"
 skip_python=0
 for arg in "$@"; do
   case "$arg" in
@@ -88,10 +88,17 @@ elif [ "$only_bench" -eq 0 ]; then
     LOWBIT_QUANT_KERNEL=$kernel step "gpu_tests_$kernel" "$build/tests/lowbit_gpu_tests" \
       --gtest_filter='PerTokenGroupQuantGpu.*-*MoreThan2To31*'
   done
-  step demo "$build/tools/lowbit"
+  # The main job on every model preset (DeepSeek-V3 also at decode size), then the demo.
+  step ffn_deepseek-v3 "$build/tools/lowbit" ffn --json "$out/ffn_deepseek-v3.json"
+  step ffn_deepseek-v3_t16 "$build/tools/lowbit" ffn --tokens 16 --json "$out/ffn_deepseek-v3_t16.json"
+  for model in llama3-8b qwen3-32b; do
+    step "ffn_$model" "$build/tools/lowbit" ffn --model "$model" --json "$out/ffn_$model.json"
+  done
+  step demo "$build/tools/lowbit" demo
 fi
 for family in ${benches//,/ }; do
-  step "bench_$family" "$build/tools/lowbit" bench "$family" $quick --json "$out/bench_$family.json"
+  step "bench_$family" "$build/tools/lowbit" bench "$family" $quick --json "$out/bench_$family.json" \
+    --png "$out/bench_$family.png"
 done
 [ "$only_bench" -eq 1 ] || [ "$skip_python" -eq 1 ] || [ ! -d .whl ] || python_suites
 

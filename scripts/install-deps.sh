@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what lowbit builds with on a Debian machine (skips what is already there):
-# CMake, g++, GoogleTest, nlohmann/json, clang with its libFuzzer runtime (the fuzz test), and
-# CUTLASS headers (pip) when nvcc is present. The CUDA toolkit is optional: without nvcc the build
-# is CPU-only (LOWBIT_WITH_CUDA=OFF).
+# CMake, g++, GoogleTest, nlohmann/json, stb (plot drawing and PNG), clang with its libFuzzer
+# runtime (the fuzz test), and CUTLASS headers (pip) when nvcc is present. The CUDA toolkit is
+# optional: without nvcc the build is CPU-only (LOWBIT_WITH_CUDA=OFF).
 set -euo pipefail
-packages=(cmake g++ make libgtest-dev googletest nlohmann-json3-dev clang libclang-rt-dev)
+packages=(cmake g++ make libgtest-dev googletest nlohmann-json3-dev libstb-dev clang
+          libclang-rt-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

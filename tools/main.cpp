@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "bench.h"
 #include "demo.h"
@@ -29,9 +30,14 @@ void print_usage() {
       "                                           activation with per_token_group_quant on the GPU\n"
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
-      "  bench quant [--json FILE] [--quick]      activation quantization kernels vs copy bandwidth\n"
-      "  bench nvfp4 [--json FILE] [--quick]      NVFP4 dense / 2:4 MoE GEMVs vs copy and cuBLASLt\n"
-      "  bench block-gemm [--json FILE] [--quick] block-scaled FP8 GEMM vs cuBLASLt block / per-tensor\n"
+      "  bench [FAMILY] [--json FILE] [--png FILE] [--quick]\n"
+      "                                           kernel benchmarks with in-run baselines and\n"
+      "                                           ceilings; FAMILY: all (default), quant (activation\n"
+      "                                           quantization vs copy bandwidth), nvfp4 (MoE GEMVs vs\n"
+      "                                           copy and cuBLASLt bf16), block-gemm (vs cuBLASLt\n"
+      "                                           block-scaled and per-tensor FP8). Writes JSON and a\n"
+      "                                           PNG roofline (default lowbit-bench-FAMILY.*)\n"
+      "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }
 
@@ -111,16 +117,19 @@ int run_demo_command(int argc, char** argv, int first) {
 }
 
 int run_bench_command(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "lowbit bench: name a family: quant, nvfp4, block-gemm\n");
-    return 2;
+  std::string family = "all";
+  int first = 2;
+  if (argc > 2 && argv[2][0] != '-') {
+    family = argv[2];
+    first = 3;
   }
-  const std::string family = argv[2];
   lowbit::bench::BenchOptions options;
-  for (int i = 3; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     std::string value;
     if (take_value(argc, argv, i, "--json", value)) {
       options.json_path = value;
+    } else if (take_value(argc, argv, i, "--png", value)) {
+      options.png_path = value;
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       options.quick = true;
     } else {
@@ -128,11 +137,25 @@ int run_bench_command(int argc, char** argv) {
       return 2;
     }
   }
-  if (family == "quant") return lowbit::bench::run_quant_bench(options);
-  if (family == "nvfp4") return lowbit::bench::run_nvfp4_bench(options);
-  if (family == "block-gemm") return lowbit::bench::run_block_gemm_bench(options);
-  std::fprintf(stderr, "lowbit bench: unknown family '%s' (known: quant, nvfp4, block-gemm)\n", family.c_str());
-  return 2;
+  return lowbit::bench::run_benchmarks(family, options);
+}
+
+int run_plot_command(int argc, char** argv) {
+  std::vector<std::string> reports;
+  std::string png = "lowbit-bench.png";
+  for (int i = 2; i < argc; ++i) {
+    std::string value;
+    if (take_value(argc, argv, i, "--png", value)) {
+      png = value;
+    } else {
+      reports.push_back(argv[i]);
+    }
+  }
+  if (reports.empty()) {
+    std::fprintf(stderr, "lowbit plot: name one or more JSON reports of lowbit bench\n");
+    return 2;
+  }
+  return lowbit::bench::plot_reports(reports, png);
 }
 
 }  // namespace
@@ -145,6 +168,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "bench") return run_bench_command(argc, argv);
+    if (command == "plot") return run_plot_command(argc, argv);
     if (command == "ffn") return run_ffn_command(argc, argv, 2);
     if (command == "demo") return run_demo_command(argc, argv, 2);
     if (command.rfind("--", 0) == 0) return run_ffn_command(argc, argv, 1);

@@ -19,25 +19,6 @@ double median_us(const std::function<void()>& launch, int samples) {
   return bench::time_launches([&](int) { launch(); }, 1, samples).median_ms * 1e3;
 }
 
-// cuBLASLt FP8 (per-tensor scales, bf16 out) at 8192^3 on random finite e4m3 codes: the matrix
-// rate the GEMM stages' floors use.
-double measure_fp8_tflops(int samples) {
-  constexpr std::int64_t kSize = 8192;
-  std::vector<std::uint8_t> codes(kSize * kSize);
-  parallel_ranges(kSize * kSize, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) codes[i] = splitmix64(i) & 0xF7;  // never NaN
-  });
-  DeviceMemory a(codes.size()), b(codes.size()), d(kSize * kSize * 2), scale(sizeof(float));
-  bench::check(cudaMemcpy(a.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice), "copy");
-  bench::check(cudaMemcpy(b.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice), "copy");
-  const float one = 1.0f;
-  bench::check(cudaMemcpy(scale.get(), &one, sizeof(one), cudaMemcpyHostToDevice), "copy");
-  const auto* s = static_cast<const float*>(scale.get());
-  const bench::CublasLtFp8Gemm gemm(kSize, kSize, kSize, false, true, s, s);
-  const double us = median_us([&] { gemm.run(a.get(), s, b.get(), s, d.get()); }, samples);
-  return 2.0 * kSize * kSize * kSize / (us * 1e-6) / 1e12;
-}
-
 std::vector<std::uint16_t> to_bf16(const std::vector<float>& values) {
   std::vector<std::uint16_t> out(values.size());
   parallel_ranges(static_cast<std::int64_t>(values.size()), [&](std::int64_t begin, std::int64_t end) {
@@ -53,7 +34,7 @@ FfnGpuMeasurement measure_ffn_on_gpu(const FfnLayer& layer, const FfnWeights& we
   FfnGpuMeasurement result;
   result.device = bench::device_info().name;
   result.copy_gbps = bench::measure_copy_gbps(samples);
-  result.fp8_tflops = measure_fp8_tflops(samples);
+  result.fp8_tflops = bench::measure_cublaslt_fp8_tflops(samples);
   for (const FfnStage& stage : layer.stages()) {
     result.stage_us.push_back(median_us([&] { stage.run(nullptr); }, samples));
   }
