@@ -66,7 +66,7 @@ void draw_frame(Canvas& canvas, const Frame& f, const std::string& title) {
 // One row under the panel: each series present (colour, filled = ours), then the family markers.
 void draw_legend(Canvas& canvas, const Frame& f, const std::vector<PlotPoint>& points) {
   int x = f.left - 90;
-  const int y = f.bottom + 56;
+  const int y = f.bottom + 64;
   for (const Series& s : kSeries) {
     const bool present = std::any_of(points.begin(), points.end(),
                                      [&](const PlotPoint& p) { return p.series == s.name; });
@@ -113,14 +113,15 @@ void draw_bandwidth_panel(Canvas& canvas, const Frame& f, const std::vector<Plot
     const auto index = std::find(slots.begin(), slots.end(), std::make_pair(p.family, p.label)) - slots.begin();
     return f.left + 10 + width * (index + 0.5);
   };
-  // Family names under their run of slots.
-  for (std::size_t i = 0; i < slots.size();) {
+  // Family names under their run of slots, on alternating rows so short runs do not collide.
+  for (std::size_t i = 0, row = 0; i < slots.size(); ++row) {
     std::size_t j = i;
     while (j < slots.size() && slots[j].first == slots[i].first) ++j;
     const double x0 = f.left + 10 + width * i, x1 = f.left + 10 + width * j;
     canvas.line(x0 + 2, f.bottom + 8, x1 - 2, f.bottom + 8, kAxis, 2);
     const std::string name = slots[i].first + " (" + std::to_string(j - i) + ")";
-    canvas.text(static_cast<int>((x0 + x1) / 2) - Canvas::text_width(name, 2) / 2, f.bottom + 16, name, kBlack, 2);
+    canvas.text(static_cast<int>((x0 + x1) / 2) - Canvas::text_width(name, 2) / 2,
+                f.bottom + 16 + static_cast<int>(row % 2) * 18, name, kBlack, 2);
     i = j;
   }
   canvas.line(f.left, y_of(copy_gbps), f.right, y_of(copy_gbps), kBlack, 2, 8);

@@ -49,9 +49,11 @@ TEST(FfnGpu, CudaLayerAgreesWithCpuLayerAndReference) {
     auto device = make_cuda_memory();
     const std::vector<std::uint16_t> y_cpu = run_layer(weights, x, tokens, *host);
     const std::vector<std::uint16_t> y_gpu = run_layer(weights, x, tokens, *device);
-    // Quantizers are bit-exact; GEMM sums differ in order, which can move a bf16 rounding of h
-    // and then an fp8 rounding of the activation: far below the 5% FP8 error itself.
-    EXPECT_LT(relative_difference(y_gpu, y_cpu), 2e-3) << "T = " << tokens;
+    // Quantizers are bit-exact, but the GEMMs sum in another order, which moves some bf16
+    // roundings of h by an ulp; about 1 in 16 of those crosses an fp8 rounding boundary of the
+    // activation and changes it by one fp8 ulp (up to 12.5%). That predicts ~0.5-1% relative
+    // difference in y (an H200 measured 0.2-0.6%); a layout or scale bug gives O(1).
+    EXPECT_LT(relative_difference(y_gpu, y_cpu), 1.5e-2) << "T = " << tokens;
     const auto rows = reference_row_indices(tokens, 8);
     const FfnAccuracy accuracy =
         compare_with_reference(y_gpu, shape.hidden, rows, reference_rows(weights, x, rows));
