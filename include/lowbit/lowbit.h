@@ -3,6 +3,7 @@
 
 #include "lowbit/activation.h"
 #include "lowbit/block_gemm.h"
+#include "lowbit/checkpoint.h"
 #include "lowbit/error.h"
 #include "lowbit/formats.h"
 #include "lowbit/nvfp4.h"

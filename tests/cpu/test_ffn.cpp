@@ -130,7 +130,7 @@ TEST(FfnLayer, CheckpointErrorsNameTheTensor) {
   std::vector<SafetensorsWriteEntry> wrong_scales = checkpoint.entries;
   wrong_scales[1].shape = {2, 3};
   write_safetensors(path, wrong_scales);
-  EXPECT_NE(load_error(path, "mlp").find("weight_scale_inv': expected F32 [3, 2]"), std::string::npos);
+  EXPECT_NE(load_error(path, "mlp").find("weight_scale_inv'': expected shape [3, 2]"), std::string::npos);
 
   const Checkpoint odd(256, 320, "mlp");  // I = 320 cannot stack gate and up in 128-row blocks
   write_safetensors(path, odd.entries);

@@ -1,12 +1,12 @@
-// FFN weights for `lowbit ffn`: a seeded bf16 draw, or a DeepSeek-V3 FP8 layer read through the
-// safetensors reader with every name, dtype and shape checked.
+// FFN weights for `lowbit ffn`: a seeded bf16 draw, or a DeepSeek-V3 FP8 layer read with
+// read_block_fp8_weight (every name, dtype and shape checked).
 #include "ffn_weights.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "ffn_random.h"
 #include "lowbit/block_gemm.h"
+#include "lowbit/checkpoint.h"
 #include "lowbit/error.h"
 #include "lowbit/formats.h"
 #include "lowbit/safetensors.h"
@@ -26,41 +26,11 @@ std::vector<float> bf16_normal(std::int64_t count, float stddev, std::uint64_t s
   return values;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-// One block-FP8 projection read from the file: codes [rows, cols] and scales.
-struct Projection {
-  std::int64_t rows = 0, cols = 0;
-  const std::uint8_t* codes = nullptr;
-  const std::uint8_t* scales = nullptr;  // fp32 bytes, possibly unaligned in the mapping
-};
-
-Projection read_projection(const SafetensorsFile& file, const std::string& name) {
-  const SafetensorsEntry& weight = file.at(name + ".weight");
-  const SafetensorsEntry& scale = file.at(name + ".weight_scale_inv");
-  if (weight.dtype_name != "F8_E4M3" || weight.shape.size() != 2) {
-    throw Error("ffn", name + ".weight", "F8_E4M3 of rank 2",
-                weight.dtype_name + " " + shape_text(weight.shape));
-  }
-  Projection projection{weight.shape[0], weight.shape[1], file.data(weight), file.data(scale)};
-  const std::vector<std::int64_t> expected = {blocks(projection.rows), blocks(projection.cols)};
-  if (scale.dtype_name != "F32" || scale.shape != expected) {
-    throw Error("ffn", name + ".weight_scale_inv", "F32 " + shape_text(expected),
-                scale.dtype_name + " " + shape_text(scale.shape));
-  }
-  return projection;
-}
-
-void append(std::vector<std::uint8_t>& codes, std::vector<float>& scales, const Projection& p) {
-  codes.insert(codes.end(), p.codes, p.codes + p.rows * p.cols);
-  const std::size_t count = blocks(p.rows) * blocks(p.cols);
-  const std::size_t offset = scales.size();
-  scales.resize(offset + count);
-  std::memcpy(scales.data() + offset, p.scales, count * sizeof(float));
+void append(std::vector<std::uint8_t>& codes, std::vector<float>& scales, const BlockFp8Weight& w) {
+  const auto* code_bytes = static_cast<const std::uint8_t*>(w.weight.data);
+  codes.insert(codes.end(), code_bytes, code_bytes + w.weight.numel());
+  const auto* scale_values = static_cast<const float*>(w.scales.data);
+  scales.insert(scales.end(), scale_values, scale_values + w.scales.numel());
 }
 
 std::vector<float> dequantize(std::vector<std::uint8_t>& codes, std::vector<float>& scales,
@@ -88,16 +58,16 @@ FfnWeights random_ffn_weights(const FfnShape& shape, std::uint64_t seed) {
 
 FfnWeights load_ffn_checkpoint(const std::string& path, const std::string& layer) {
   const SafetensorsFile file = SafetensorsFile::open(path);
-  const Projection gate = read_projection(file, layer + ".gate_proj");
-  const Projection up = read_projection(file, layer + ".up_proj");
-  const Projection down = read_projection(file, layer + ".down_proj");
-  const std::int64_t i = gate.rows, h = gate.cols;
-  if (up.rows != i || up.cols != h || down.rows != h || down.cols != i) {
+  const BlockFp8Weight gate = read_block_fp8_weight(file, layer + ".gate_proj");
+  const BlockFp8Weight up = read_block_fp8_weight(file, layer + ".up_proj");
+  const BlockFp8Weight down = read_block_fp8_weight(file, layer + ".down_proj");
+  const std::int64_t i = gate.weight.shape[0], h = gate.weight.shape[1];
+  if (up.weight.shape[0] != i || up.weight.shape[1] != h || down.weight.shape[0] != h ||
+      down.weight.shape[1] != i) {
     throw Error("ffn", layer,
                 "gate_proj and up_proj [I, H] and down_proj [H, I] with one I and one H",
-                "gate [" + std::to_string(gate.rows) + ", " + std::to_string(gate.cols) + "], up [" +
-                    std::to_string(up.rows) + ", " + std::to_string(up.cols) + "], down [" +
-                    std::to_string(down.rows) + ", " + std::to_string(down.cols) + "]");
+                "gate " + gate.weight.describe() + ", up " + up.weight.describe() + ", down " +
+                    down.weight.describe());
   }
   if (i % 128 != 0 || h % 128 != 0) {
     throw Error("ffn", layer, "H and I multiples of 128 (gate and up stack into one weight)",
