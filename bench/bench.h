@@ -16,9 +16,6 @@ struct BenchOptions {
   bool quick = false;     // fewer shapes and repetitions (smoke runs)
 };
 
-// The families in the order `lowbit bench` runs them: quant, nvfp4, block-gemm.
-const std::vector<std::string>& bench_families();
-
 // Runs one family, or every family for "all"; writes the JSON report and the PNG roofline.
 // Returns the process exit status.
 int run_benchmarks(const std::string& family, const BenchOptions& options);

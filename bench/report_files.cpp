@@ -11,11 +11,6 @@
 
 namespace lowbit::bench {
 
-const std::vector<std::string>& bench_families() {
-  static const std::vector<std::string> families = {"quant", "nvfp4", "block-gemm"};
-  return families;
-}
-
 void plot_family_reports(const std::vector<nlohmann::json>& reports, const std::string& png_path) {
   std::vector<PlotPoint> points;
   Ceilings ceilings;

@@ -11,12 +11,6 @@ namespace {
 
 constexpr const char* kOp = "read_checkpoint";
 
-std::string shape_text(const TensorView& view) {
-  std::string text = "[";
-  for (int d = 0; d < view.rank; ++d) text += (d ? ", " : "") + std::to_string(view.shape[d]);
-  return text + "]";
-}
-
 // The view of `name` with the dtype and exact shape expected.
 TensorView tensor(const SafetensorsFile& file, const std::string& name, DType dtype,
                   const std::vector<std::int64_t>& shape) {
@@ -27,7 +21,7 @@ TensorView tensor(const SafetensorsFile& file, const std::string& name, DType dt
     std::string expected = "[";
     for (std::size_t d = 0; d < shape.size(); ++d) expected += (d ? ", " : "") + std::to_string(shape[d]);
     throw Error(kOp, file.path() + ": tensor '" + name + "'", "shape " + expected + "]",
-                shape_text(view));
+                view.describe());
   }
   return view;
 }
@@ -35,7 +29,7 @@ TensorView tensor(const SafetensorsFile& file, const std::string& name, DType dt
 TensorView matrix(const SafetensorsFile& file, const std::string& name, DType dtype) {
   const TensorView view = file.view(name, dtype);
   if (view.rank != 2) {
-    throw Error(kOp, file.path() + ": tensor '" + name + "'", "rank 2", shape_text(view));
+    throw Error(kOp, file.path() + ": tensor '" + name + "'", "rank 2", view.describe());
   }
   return view;
 }
@@ -63,7 +57,7 @@ Nvfp4Weight read_modelopt_nvfp4_weight(const SafetensorsFile& file, const std::s
   result.global_scale = file.view(name + ".weight_scale_2", DType::kFP32);
   if (result.global_scale.numel() != 1 || result.global_scale.rank > 1) {
     throw Error(kOp, file.path() + ": tensor '" + name + ".weight_scale_2'", "shape [] or [1]",
-                shape_text(result.global_scale));
+                result.global_scale.describe());
   }
   // One element either way; callers get the [1] view the nvfp4 ops take.
   result.global_scale.rank = 1;

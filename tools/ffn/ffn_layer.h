@@ -33,7 +33,6 @@ class FfnLayer {
   void run(cudaStream_t stream = nullptr) const;
   std::vector<std::uint16_t> output() const;  // y [T, H] bf16
   TensorView input() const { return x_; }
-  TensorView gate_up_output() const { return h_; }
 
  private:
   TensorView allocate(DType dtype, std::int64_t rows, std::int64_t cols);
