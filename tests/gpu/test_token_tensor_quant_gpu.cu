@@ -144,6 +144,25 @@ TEST(TokenTensorQuantGpu, ModelWidthsAndTokenCounts) {
   }
 }
 
+// Row lengths on both sides of every per-token kernel boundary: the register-resident kernel
+// holds up to 512 threads x 1, 2, 4 or 8 pieces of 8 elements (4 for fp32); longer rows take
+// the two-pass kernel.
+TEST(TokenTensorQuantGpu, RowLengthsAcrossPerTokenKernels) {
+  for (Op op : {Op::kPerToken, Op::kAsymmetric}) {
+    for (DType in : {DType::kBF16, DType::kFP32}) {
+      for (std::int64_t k : {8, 4088, 4096, 4104, 8200, 16384, 16392, 32768, 32776, 65536}) {
+        Case c;
+        c.op = op;
+        c.rows = 37;
+        c.cols = k;
+        c.input_dtype = in;
+        c.output_dtype = op == Op::kAsymmetric ? DType::kInt8 : DType::kFP8E4M3;
+        run_case(c);
+      }
+    }
+  }
+}
+
 TEST(TokenTensorQuantGpu, DtypesOptionsAndStrides) {
   for (Op op : {Op::kPerToken, Op::kAsymmetric, Op::kPerTensorStatic, Op::kPerTensorDynamic}) {
     for (DType in : {DType::kBF16, DType::kFP16, DType::kFP32}) {

@@ -46,8 +46,9 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
                                            std::int64_t total_groups, int group_size,
                                            bool compute_heavy, int sm_count) {
   static const int forced_blocks_per_sm = env_int("LOWBIT_QUANT_BLOCKS_PER_SM");
+  static const int forced_vectors = env_int("LOWBIT_QUANT_VECTORS");
   // Two persistent blocks per SM (2 x 4 stages x 16 KB for bf16) beat three on H200.
-  GroupQuantConfig config{GroupQuantKernel::kDirect, 256, 2};
+  GroupQuantConfig config{GroupQuantKernel::kDirect, 256, 2, 1};
   if (forced_blocks_per_sm >= 1 && forced_blocks_per_sm <= 3) {
     config.blocks_per_sm = forced_blocks_per_sm;
   }
@@ -57,10 +58,17 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
   if (input_bytes >= kPipelinedFromBytes && !compute_heavy) {
     config.kernel = GroupQuantKernel::kPipelined;
   }
+  // At those sizes the SiLU source also takes wide lanes: 4 pieces (32 elements) per lane
+  // spread each group's fixed cost (index math, shuffles, scale, reciprocal) over 4x the work.
+  if (input_bytes >= kPipelinedFromBytes && compute_heavy) config.vectors_per_lane = 4;
+  if (compute_heavy && (forced_vectors == 1 || forced_vectors == 2 || forced_vectors == 4)) {
+    config.vectors_per_lane = forced_vectors;
+  }
   if (forced_kernel() == 1) config.kernel = GroupQuantKernel::kDirect;
   if (forced_kernel() == 2) config.kernel = GroupQuantKernel::kPipelined;
   if (config.kernel == GroupQuantKernel::kDirect) {
-    const std::int64_t threads = total_groups * (group_size / kElementsPerLane);
+    const std::int64_t threads =
+        total_groups * (group_size / (kElementsPerLane * config.vectors_per_lane));
     while (config.threads_per_block > 64 &&
            threads / config.threads_per_block < 2 * static_cast<std::int64_t>(sm_count)) {
       config.threads_per_block /= 2;
@@ -68,10 +76,10 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
   }
   if (print_config()) {
     std::fprintf(stderr, "[lowbit] %s: %lld input bytes, %lld groups of %d -> %s kernel, %d "
-                 "threads/block, %d blocks/SM\n", op,
+                 "threads/block, %d blocks/SM, %d vectors/lane\n", op,
                  static_cast<long long>(input_bytes), static_cast<long long>(total_groups),
                  group_size, config.kernel == GroupQuantKernel::kPipelined ? "pipelined" : "direct",
-                 config.threads_per_block, config.blocks_per_sm);
+                 config.threads_per_block, config.blocks_per_sm, config.vectors_per_lane);
   }
   return config;
 }

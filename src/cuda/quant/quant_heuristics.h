@@ -1,7 +1,7 @@
 // Launch configuration of the group quantization kernels, chosen from the problem size. Host
 // code, no CUDA header. LOWBIT_PRINT_CONFIG=1 prints each choice to stderr. For tuning runs
-// and tests: LOWBIT_QUANT_KERNEL=direct|pipelined and LOWBIT_QUANT_BLOCKS_PER_SM=1..3 override
-// the choice.
+// and tests: LOWBIT_QUANT_KERNEL=direct|pipelined, LOWBIT_QUANT_BLOCKS_PER_SM=1..3 and
+// LOWBIT_QUANT_VECTORS=1|2|4 override the choice.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@ struct GroupQuantConfig {
   GroupQuantKernel kernel;
   int threads_per_block;  // direct kernel: 64, 128 or 256; pipelined: 256
   int blocks_per_sm;      // pipelined: persistent blocks per SM (capped by shared memory)
+  int vectors_per_lane;   // direct kernel: 16-byte pieces of a group per lane (1, 2 or 4)
 };
 
 // compute_heavy: the values are computed per element (silu_and_mul_quant), which makes the

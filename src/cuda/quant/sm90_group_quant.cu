@@ -128,25 +128,54 @@ __device__ __forceinline__ void quantize_group_slice(const KernelParams& p,
   }
 }
 
-// ---- direct kernel: one piece per lane, loads straight from global memory --------------------
-template <typename InTag, typename OutTag, int kGroup, bool kSiluMul>
-__global__ void __launch_bounds__(kThreads) group_quant_direct(KernelParams p) {
-  constexpr int kLanes = kGroup / kElementsPerVector;
+// ---- direct kernel: loads straight from global memory into registers ------------------------
+// kVectors pieces per lane: 1 for the quantizers (most parallelism, least latency); 2 or 4 for
+// silu_and_mul_quant at large sizes, whose per-group work (index math, shuffles, the scale and
+// its reciprocal) then spreads over 16 or 32 elements instead of 8.
+template <typename InTag, typename OutTag, int kGroup, int kVectors, bool kSiluMul>
+__global__ void __launch_bounds__(kThreads, kVectors == 4 ? 3 : (kVectors == 2 ? 4 : 1))
+    group_quant_direct(KernelParams p) {
+  constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);
   const int lane = threadIdx.x % kLanes;
   const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
   const bool active = group_id < p.total_groups;
   const std::uint32_t row = active ? group_id / p.groups_per_row : 0;
   const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row : 0;
 
-  float x[1][kElementsPerVector] = {};
+  // Every load is issued before any arithmetic, so a lane has all its bytes in flight at once.
+  constexpr int kOperands = kSiluMul ? 2 : 1;  // gate and up
+  constexpr int kWords = kWordsPer8<InTag>;
+  uint4 raw[kOperands][kVectors][kWords];
   if (active) {
-    const std::int64_t column = static_cast<std::int64_t>(group_in_row) * kGroup +
-                                lane * kElementsPerVector;
-    load8_values<kSiluMul, false>(
-        InTag{}, p.input + row * p.input_row_bytes + column * kInputBytes<InTag>,
-        p.up_offset_bytes, p, x[0]);
+    const char* group_input = p.input + row * p.input_row_bytes +
+                              static_cast<std::int64_t>(group_in_row) * kGroup * kInputBytes<InTag>;
+#pragma unroll
+    for (int operand = 0; operand < kOperands; ++operand) {
+#pragma unroll
+      for (int j = 0; j < kVectors; ++j) {
+        const char* piece = group_input + operand * p.up_offset_bytes +
+                            (j * kLanes + lane) * kElementsPerVector * kInputBytes<InTag>;
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) raw[operand][j][w] = load_streaming_16b(piece + 16 * w);
+      }
+    }
   }
-  quantize_group_slice<OutTag, kGroup, kLanes, 1>(p, x, active, row, group_in_row, lane);
+  float x[kVectors][kElementsPerVector] = {};
+  if (active) {
+#pragma unroll
+    for (int j = 0; j < kVectors; ++j) {
+      unpack8(InTag{}, raw[0][j], x[j]);
+      if constexpr (kSiluMul) {
+        float up[kElementsPerVector];
+        unpack8(InTag{}, raw[kOperands - 1][j], up);
+#pragma unroll
+        for (int i = 0; i < kElementsPerVector; ++i) {
+          x[j][i] = detail::silu_mul(x[j][i], up[i], p.clamp, p.limit);
+        }
+      }
+    }
+  }
+  quantize_group_slice<OutTag, kGroup, kLanes, kVectors>(p, x, active, row, group_in_row, lane);
 }
 
 // ---- pipelined kernel: bulk copies of tiles into a ring of shared-memory stages ---------------
@@ -316,12 +345,28 @@ void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStre
     constexpr bool kSiluMul = decltype(silu_mul)::value;
     if (config.kernel == GroupQuantKernel::kPipelined) {
       launch_pipelined<In, Out, kGroup, kSiluMul>(p, sm_count, config.blocks_per_sm, stream, op);
-    } else {
-      const int groups_per_block = config.threads_per_block / (kGroup / kElementsPerVector);
-      const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
-      group_quant_direct<In, Out, kGroup, kSiluMul>
-          <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
+      return;
     }
+    auto launch_direct = [&](auto vectors) {
+      constexpr int kVectors = decltype(vectors)::value;
+      const int lanes = kGroup / (kElementsPerVector * kVectors);
+      const int groups_per_block = config.threads_per_block / lanes;
+      const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
+      group_quant_direct<In, Out, kGroup, kVectors, kSiluMul>
+          <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
+    };
+    // Wide lanes only where they pay: the SiLU source (quant_heuristics.cpp).
+    if constexpr (kSiluMul) {
+      if (config.vectors_per_lane == 4) {
+        launch_direct(std::integral_constant<int, 4>{});
+        return;
+      }
+      if (config.vectors_per_lane >= 2) {
+        launch_direct(std::integral_constant<int, 2>{});
+        return;
+      }
+    }
+    launch_direct(std::integral_constant<int, 1>{});
   };
   dispatch_quantized_output(op, params.output_dtype, [&](auto out_tag) {
     dispatch_group_size(op, params.group_size, [&](auto group) {

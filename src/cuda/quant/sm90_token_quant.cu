@@ -1,15 +1,20 @@
 // Per-token and per-tensor quantization for sm_90a (recipes: docs/quant.md; bit-identical to
 // src/reference/token_quant.cpp).
 //
-// per-token: one block per row. Pass 1 reads the row with 16-byte loads (4 in flight per thread)
-// and reduces amax (or min and max) over the block; pass 2 reads the row again, which an L2 of
-// 50-60 MB still holds (a row is at most K * 4 bytes and ~2k rows are in flight), and writes.
+// per-token: one block per row.
+// - resident (rows up to 32K 16-bit or 16K fp32 elements): the block loads its whole row into
+//   registers with every 16-byte load in flight at once, reduces amax (or min and max), and
+//   quantizes from the registers. One DRAM read, and 2-3 rows in flight per SM.
+// - two-pass (longer rows): pass 1 reads the row with 16-byte loads (4 in flight per thread)
+//   and reduces; pass 2 reads the row again, which an L2 of 50-60 MB still holds, and writes.
 // per-tensor: an amax kernel (grid-stride, one atomicMax per block into a 4-byte workspace
 // zeroed by cudaMemsetAsync) and an elementwise quantize kernel that derives the scale from
-// the workspace, so nothing synchronizes the host.
+// the workspace, so nothing synchronizes the host. The quantize pass of the dynamic variant
+// walks the tensor backwards: the amax pass ended on its tail, which the L2 still holds.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../../common/asymmetric_int8.h"
 #include "../common/check.cuh"
@@ -31,7 +36,8 @@ constexpr int kUnroll = 4;
 template <typename InTag>
 inline constexpr int kInBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
 
-// Block-wide reduction of one float with `op`; every thread gets the result.
+// Block-wide reduction of one float with `op`; every thread gets the result. blockDim.x is a
+// multiple of 32 and scratch holds one float per warp.
 template <typename Op>
 __device__ float block_reduce(float value, Op op, float* scratch) {
 #pragma unroll
@@ -42,8 +48,7 @@ __device__ float block_reduce(float value, Op op, float* scratch) {
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
   __syncthreads();
   value = scratch[0];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) value = op(value, scratch[w]);
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) value = op(value, scratch[w]);
   return value;
 }
 
@@ -73,50 +78,51 @@ __device__ __forceinline__ void for_each_row_vector(const char* row, int vectors
   }
 }
 
-template <typename InTag, typename OutTag, bool kAsymmetric>
-__global__ void __launch_bounds__(kThreads)
-    per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
-                           float amax_bound, float qmax) {
-  __shared__ float scratch[kWarps];
-  const std::int64_t row = blockIdx.x;
-  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
-  char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
-  const int vectors = static_cast<int>(p.cols / 8);
+// The per-row recipe both per-token kernels share: accumulate() every value of the row, finish()
+// (block reduction, scale and zero point, written by thread 0), then store() quantized vectors.
+template <typename OutTag, bool kAsymmetric>
+struct RowQuantizer {
+  float amax = 0.0f;  // fminf/fmaxf drop NaN
+  float lo = __builtin_huge_valf();
+  float hi = -__builtin_huge_valf();
+  std::int32_t zero_point = 0;
+  SharedDivisor divisor;
 
-  // Pass 1: amax, or min and max (fminf/fmaxf drop NaN).
-  float amax = 0.0f;
-  float lo = __int_as_float(0x7F800000);
-  float hi = -lo;
-  for_each_row_vector<InTag>(in, vectors, [&](int, const float (&x)[8]) {
+  __device__ __forceinline__ void accumulate(const float (&x)[8]) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      amax = fmaxf(amax, fabsf(x[i]));
-      lo = fminf(lo, x[i]);
-      hi = fmaxf(hi, x[i]);
+      if constexpr (kAsymmetric) {
+        lo = fminf(lo, x[i]);
+        hi = fmaxf(hi, x[i]);
+      } else {
+        amax = fmaxf(amax, fabsf(x[i]));
+      }
     }
-  });
-
-  float scale;
-  std::int32_t zero_point = 0;
-  if constexpr (kAsymmetric) {
-    lo = block_reduce(lo, MinOp{}, scratch);
-    hi = block_reduce(hi, MaxOp{}, scratch);
-    const detail::AsymmetricParams params = detail::asymmetric_int8_params(lo, hi, p.eps);
-    scale = params.scale;
-    zero_point = params.zero_point;
-    amax = fmaxf(fabsf(lo), fabsf(hi));
-  } else {
-    amax = block_reduce(amax, MaxOp{}, scratch);
-    scale = __fdiv_rn(fmaxf(fminf(amax, amax_bound), p.eps), qmax);
   }
-  if (threadIdx.x == 0) {
-    scales[row] = scale;
-    if constexpr (kAsymmetric) zero_points[row] = zero_point;
-  }
-  const SharedDivisor divisor = make_shared_divisor(scale, amax);
 
-  // Pass 2: quantize (the row comes from L2), kUnroll loads in flight per thread as in pass 1.
-  for_each_row_vector<InTag>(in, vectors, [&](int v, const float (&x)[8]) {
+  __device__ __forceinline__ void finish(const RowQuantParams& p, std::int64_t row,
+                                         float amax_bound, float qmax, float* scratch,
+                                         float* scales, std::int32_t* zero_points) {
+    float scale;
+    if constexpr (kAsymmetric) {
+      lo = block_reduce(lo, MinOp{}, scratch);
+      hi = block_reduce(hi, MaxOp{}, scratch);
+      const detail::AsymmetricParams params = detail::asymmetric_int8_params(lo, hi, p.eps);
+      scale = params.scale;
+      zero_point = params.zero_point;
+      amax = fmaxf(fabsf(lo), fabsf(hi));
+    } else {
+      amax = block_reduce(amax, MaxOp{}, scratch);
+      scale = __fdiv_rn(fmaxf(fminf(amax, amax_bound), p.eps), qmax);
+    }
+    if (threadIdx.x == 0) {
+      scales[row] = scale;
+      if constexpr (kAsymmetric) zero_points[row] = zero_point;
+    }
+    divisor = make_shared_divisor(scale, amax);
+  }
+
+  __device__ __forceinline__ void store(char* out, const float (&x)[8]) const {
     float q[8];
     divide_group(x, divisor, q);
     if constexpr (kAsymmetric) {
@@ -127,11 +133,105 @@ __global__ void __launch_bounds__(kThreads)
             static_cast<std::uint8_t>(detail::asymmetric_int8_code(q[i], zero_point));
         words[i / 4] |= code << (8 * (i % 4));
       }
-      *reinterpret_cast<uint2*>(out + v * 8) = make_uint2(words[0], words[1]);
+      *reinterpret_cast<uint2*>(out) = make_uint2(words[0], words[1]);
     } else {
-      store8_quantized(OutTag{}, out + v * 8, q);
+      store8_quantized(OutTag{}, out, q);
     }
+  }
+};
+
+// Two passes over the row (any length); the second one hits L2.
+template <typename InTag, typename OutTag, bool kAsymmetric>
+__global__ void __launch_bounds__(kThreads)
+    per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
+                           float amax_bound, float qmax) {
+  __shared__ float scratch[kWarps];
+  const std::int64_t row = blockIdx.x;
+  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
+  char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
+  const int vectors = static_cast<int>(p.cols / 8);
+
+  RowQuantizer<OutTag, kAsymmetric> quantizer;
+  for_each_row_vector<InTag>(in, vectors,
+                             [&](int, const float (&x)[8]) { quantizer.accumulate(x); });
+  quantizer.finish(p, row, amax_bound, qmax, scratch, scales, zero_points);
+  for_each_row_vector<InTag>(in, vectors, [&](int v, const float (&x)[8]) {
+    quantizer.store(out + v * 8, x);
   });
+}
+
+// The row held in registers: kVectors 16-byte pieces per thread, all loaded before any math.
+// 2 blocks of up to 512 threads per SM at <= 64 registers.
+constexpr int kResidentMaxThreads = 512;
+
+template <typename InTag, typename OutTag, bool kAsymmetric, int kVectors>
+__global__ void __launch_bounds__(kResidentMaxThreads, 2)
+    per_token_quant_resident_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
+                                    float amax_bound, float qmax) {
+  __shared__ float scratch[kResidentMaxThreads / 32];
+  const std::int64_t row = blockIdx.x;
+  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
+  char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
+  const int vectors = static_cast<int>(p.cols / 8);
+
+  uint4 raw[kVectors][kWordsPer8<InTag>];
+#pragma unroll
+  for (int u = 0; u < kVectors; ++u) {
+    const int v = threadIdx.x + u * blockDim.x;
+    if (v >= vectors) continue;
+#pragma unroll
+    for (int w = 0; w < kWordsPer8<InTag>; ++w) {
+      raw[u][w] = load_streaming_16b(in + v * 8 * kInBytes<InTag> + 16 * w);
+    }
+  }
+  RowQuantizer<OutTag, kAsymmetric> quantizer;
+#pragma unroll
+  for (int u = 0; u < kVectors; ++u) {
+    if (threadIdx.x + u * blockDim.x >= vectors) continue;
+    float x[8];
+    unpack8(InTag{}, raw[u], x);
+    quantizer.accumulate(x);
+  }
+  quantizer.finish(p, row, amax_bound, qmax, scratch, scales, zero_points);
+#pragma unroll
+  for (int u = 0; u < kVectors; ++u) {
+    const int v = threadIdx.x + u * blockDim.x;
+    if (v >= vectors) continue;
+    float x[8];
+    unpack8(InTag{}, raw[u], x);
+    quantizer.store(out + v * 8, x);
+  }
+}
+
+// Largest row (in 8-element vectors) the resident kernel holds: 8 pieces per thread for 16-bit
+// inputs, 4 for fp32 (two 16-byte words each), at 512 threads.
+template <typename InTag>
+inline constexpr int kResidentMaxVectorsPerThread = std::is_same_v<InTag, Fp32Tag> ? 4 : 8;
+
+// Launches the resident kernel with the fewest pieces per thread that fit the row in 512
+// threads; returns false when the row is too long for it.
+template <typename InTag, typename OutTag, bool kAsymmetric>
+bool launch_resident(const RowQuantParams& p, float* scales, std::int32_t* zero_points,
+                     float amax_bound, float qmax, cudaStream_t stream) {
+  const std::int64_t vectors = p.cols / 8;
+  bool launched = false;
+  auto try_width = [&](auto width) {
+    constexpr int kVectors = decltype(width)::value;
+    if constexpr (kVectors <= kResidentMaxVectorsPerThread<InTag>) {
+      const std::int64_t threads = (vectors + kVectors - 1) / kVectors;
+      if (launched || threads > kResidentMaxThreads) return;
+      const unsigned block = static_cast<unsigned>((threads + 31) / 32 * 32);
+      per_token_quant_resident_kernel<InTag, OutTag, kAsymmetric, kVectors>
+          <<<static_cast<unsigned>(p.rows), block, 0, stream>>>(p, scales, zero_points,
+                                                                 amax_bound, qmax);
+      launched = true;
+    }
+  };
+  try_width(std::integral_constant<int, 1>{});
+  try_width(std::integral_constant<int, 2>{});
+  try_width(std::integral_constant<int, 4>{});
+  try_width(std::integral_constant<int, 8>{});
+  return launched;
 }
 
 // ---- per-tensor ---------------------------------------------------------------------------------
@@ -183,7 +283,9 @@ __global__ void __launch_bounds__(kThreads)
     scale = *scale_slot;
   }
   const std::int64_t vectors_per_row = p.cols / 8;
-  const std::int64_t v = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
+  // Dynamic: the last blocks of the amax pass read the tensor's tail, so start there (L2 hits).
+  const std::int64_t block = amax_bits != nullptr ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const std::int64_t v = block * kThreads + threadIdx.x;
   if (v >= p.rows * vectors_per_row) return;
   const std::int64_t row = v / vectors_per_row;
   const std::int64_t col = (v - row * vectors_per_row) * 8;
@@ -205,18 +307,24 @@ float qmax_of(DType output) { return output == DType::kFP8E4M3 ? kFP8E4M3Max : k
 void launch_per_token_quant(const char* op, const RowQuantParams& p, float* scales,
                             std::int32_t* zero_points, float amax_bound, cudaStream_t stream) {
   if (p.rows == 0 || p.cols == 0) return;
-  dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
+  auto launch = [&](auto in_tag, auto out_tag, auto asymmetric, float qmax) {
     using In = decltype(in_tag);
+    using Out = decltype(out_tag);
+    constexpr bool kAsymmetric = decltype(asymmetric)::value;
+    if (launch_resident<In, Out, kAsymmetric>(p, scales, zero_points, amax_bound, qmax, stream)) {
+      return;
+    }
+    per_token_quant_kernel<In, Out, kAsymmetric>
+        <<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p, scales, zero_points,
+                                                                  amax_bound, qmax);
+  };
+  dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
     if (zero_points != nullptr) {
-      per_token_quant_kernel<In, Int8Tag, true><<<static_cast<unsigned>(p.rows), kThreads, 0,
-                                                  stream>>>(p, scales, zero_points, amax_bound,
-                                                            kInt8Max);
+      launch(in_tag, Int8Tag{}, std::true_type{}, kInt8Max);
       return;
     }
     dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
-      per_token_quant_kernel<In, decltype(out_tag), false>
-          <<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(
-              p, scales, nullptr, amax_bound, qmax_of(p.output_dtype));
+      launch(in_tag, out_tag, std::false_type{}, qmax_of(p.output_dtype));
     });
   });
   check_launch(op);
