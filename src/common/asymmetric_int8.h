@@ -39,9 +39,14 @@ LOWBIT_HOST_DEVICE AsymmetricParams asymmetric_int8_params(float lo, float hi, f
   return {scale, zero_point};
 }
 
+// clamp(round(q) + zp, -128, 127), computed as clamp(round(q), -128 - zp, 127 - zp) + zp: the
+// same value for every int32 round(q) (zp is in [-128, 127]), without 64-bit arithmetic.
 LOWBIT_HOST_DEVICE std::int8_t asymmetric_int8_code(float quotient, std::int32_t zero_point) {
-  const std::int64_t shifted = static_cast<std::int64_t>(round_to_int32(quotient)) + zero_point;
-  return static_cast<std::int8_t>(shifted < -128 ? -128 : (shifted > 127 ? 127 : shifted));
+  const std::int32_t rounded = round_to_int32(quotient);
+  const std::int32_t lo = -128 - zero_point;
+  const std::int32_t hi = 127 - zero_point;
+  return static_cast<std::int8_t>((rounded < lo ? lo : (rounded > hi ? hi : rounded)) +
+                                  zero_point);
 }
 
 }  // namespace lowbit::detail

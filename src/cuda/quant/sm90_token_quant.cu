@@ -236,33 +236,53 @@ bool launch_resident(const RowQuantParams& p, float* scales, std::int32_t* zero_
 
 // ---- per-tensor ---------------------------------------------------------------------------------
 
-template <typename InTag>
+// Element offsets of 8-element vector v in the input and the output. Contiguous tensors (the
+// common case) skip the 64-bit division that strided rows need.
+template <bool kContiguous>
+__device__ __forceinline__ void vector_offsets(const RowQuantParams& p, std::int64_t v,
+                                               std::int64_t& input_offset,
+                                               std::int64_t& output_offset) {
+  if constexpr (kContiguous) {
+    input_offset = output_offset = v * 8;
+  } else {
+    const std::int64_t vectors_per_row = p.cols / 8;
+    const std::int64_t row = v / vectors_per_row;
+    const std::int64_t col = (v - row * vectors_per_row) * 8;
+    input_offset = row * p.input_row_stride + col;
+    output_offset = row * p.output_row_stride + col;
+  }
+}
+
+// Grid-stride amax with kUnroll loads in flight per thread. Plain (not evict-first) loads: the
+// tail of the tensor, read last, should still be in L2 when the quantize pass starts there.
+template <typename InTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_amax_kernel(RowQuantParams p, std::uint32_t* amax_bits) {
   __shared__ float scratch[kWarps];
-  const std::int64_t vectors_per_row = p.cols / 8;
-  const std::int64_t total = p.rows * vectors_per_row;
+  const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
   float amax = 0.0f;
   for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
        base < total; base += stride * kUnroll) {
-    float x[kUnroll][8];
+    uint4 raw[kUnroll][kWordsPer8<InTag>];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const std::int64_t v = base + u * stride;
       if (v >= total) continue;
-      const std::int64_t row = v / vectors_per_row;
-      const std::int64_t col = (v - row * vectors_per_row) * 8;
-      load8_as_float(InTag{},
-                     static_cast<const char*>(p.input) +
-                         (row * p.input_row_stride + col) * kInBytes<InTag>,
-                     x[u]);
+      std::int64_t in_offset, out_offset;
+      vector_offsets<kContiguous>(p, v, in_offset, out_offset);
+      const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
+                                                       in_offset * kInBytes<InTag>);
+#pragma unroll
+      for (int w = 0; w < kWordsPer8<InTag>; ++w) raw[u][w] = in[w];
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (base + u * stride >= total) continue;
+      float x[8];
+      unpack8(InTag{}, raw[u], x);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[u][i]));
+      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
     }
   }
   amax = block_reduce(amax, MaxOp{}, scratch);
@@ -270,7 +290,9 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) atomicMax(amax_bits, __float_as_uint(amax));
 }
 
-template <typename InTag, typename OutTag>
+// kUnroll vectors per thread (a block covers kThreads * kUnroll consecutive vectors), all
+// loaded before the first store.
+template <typename InTag, typename OutTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_quant_kernel(RowQuantParams p, float* scale_slot, const std::uint32_t* amax_bits,
                         float amax_bound, float qmax) {
@@ -282,22 +304,32 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     scale = *scale_slot;
   }
-  const std::int64_t vectors_per_row = p.cols / 8;
+  const std::int64_t total = p.rows * (p.cols / 8);
   // Dynamic: the last blocks of the amax pass read the tensor's tail, so start there (L2 hits).
   const std::int64_t block = amax_bits != nullptr ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const std::int64_t v = block * kThreads + threadIdx.x;
-  if (v >= p.rows * vectors_per_row) return;
-  const std::int64_t row = v / vectors_per_row;
-  const std::int64_t col = (v - row * vectors_per_row) * 8;
-  float x[8], q[8];
-  load8_as_float(InTag{},
-                 static_cast<const char*>(p.input) + (row * p.input_row_stride + col) * kInBytes<InTag>,
-                 x);
-  float local_amax = 0.0f;
+  const std::int64_t first = block * kThreads * kUnroll + threadIdx.x;
+  float x[kUnroll][8];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[i]));
-  divide_group(x, make_shared_divisor(scale, local_amax), q);
-  store8_quantized(OutTag{}, static_cast<char*>(p.output) + row * p.output_row_stride + col, q);
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::int64_t v = first + u * kThreads;
+    if (v >= total) continue;
+    std::int64_t in_offset, out_offset;
+    vector_offsets<kContiguous>(p, v, in_offset, out_offset);
+    load8_as_float(InTag{}, static_cast<const char*>(p.input) + in_offset * kInBytes<InTag>, x[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::int64_t v = first + u * kThreads;
+    if (v >= total) continue;
+    std::int64_t in_offset, out_offset;
+    vector_offsets<kContiguous>(p, v, in_offset, out_offset);
+    float local_amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[u][i]));
+    float q[8];
+    divide_group(x[u], make_shared_divisor(scale, local_amax), q);
+    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
+  }
 }
 
 float qmax_of(DType output) { return output == DType::kFP8E4M3 ? kFP8E4M3Max : kInt8Max; }
@@ -335,23 +367,32 @@ void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* sca
                              cudaStream_t stream) {
   if (p.rows == 0 || p.cols == 0) return;
   const std::int64_t vectors = p.rows * (p.cols / 8);
-  const std::int64_t quant_blocks = (vectors + kThreads - 1) / kThreads;
-  dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
+  const std::int64_t quant_blocks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+  const bool contiguous = p.input_row_stride == p.cols && p.output_row_stride == p.cols;
+  auto launch = [&](auto in_tag, auto contiguous_tag) {
     using In = decltype(in_tag);
+    constexpr bool kContiguous = decltype(contiguous_tag)::value;
     if (dynamic) {
       check_cuda(cudaMemsetAsync(amax_workspace, 0, sizeof(std::uint32_t), stream), op,
                  "cudaMemsetAsync");
       const std::int64_t wanted = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
       const std::int64_t blocks =
           std::min<std::int64_t>(wanted, std::int64_t{current_device_sm_count(op)} * 8);
-      tensor_amax_kernel<In><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      tensor_amax_kernel<In, kContiguous><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
           p, amax_workspace);
     }
     dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
-      tensor_quant_kernel<In, decltype(out_tag)>
+      tensor_quant_kernel<In, decltype(out_tag), kContiguous>
           <<<static_cast<unsigned>(quant_blocks), kThreads, 0, stream>>>(
               p, scale, dynamic ? amax_workspace : nullptr, amax_bound, qmax_of(p.output_dtype));
     });
+  };
+  dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
+    if (contiguous) {
+      launch(in_tag, std::true_type{});
+    } else {
+      launch(in_tag, std::false_type{});
+    }
   });
   check_launch(op);
 }
