@@ -74,3 +74,9 @@ def stream_for(array, stream):
         import torch
         return torch.cuda.current_stream(array.device).cuda_stream
     return PER_THREAD_DEFAULT_STREAM
+
+
+def is_cuda(array):
+    """Whether the array lives on a CUDA device (DLPack device type 2)."""
+    device = getattr(array, "__dlpack_device__", None)
+    return device is not None and device()[0] == 2

@@ -2,7 +2,7 @@
 their own). Recipes, layouts and NaN/Inf behaviour: docs/quant.md and docs/activation.md."""
 
 from . import _lowbit
-from ._arrays import as_dlpack, empty, stream_for
+from ._arrays import as_dlpack, empty, is_cuda, stream_for
 
 _LAYOUTS = ("row_major", "column_major", "column_major_tma_aligned")
 
@@ -94,7 +94,7 @@ def per_tensor_quant(x, scale=None, *, dtype="fp8_e4m3fn", eps=1e-10, scale_ub=N
     dynamic = scale is None
     q = out if out is not None else empty(x, (m, k), dtype)
     s = scale if scale is not None else empty(x, (1,), "fp32")
-    if dynamic and workspace is None and _on_cuda(x):
+    if dynamic and workspace is None and is_cuda(x):
         workspace = empty(x, (_lowbit.per_tensor_quant_workspace_bytes(),), "uint8")
     xi, x_dtype = as_dlpack(x)
     qi, q_dtype = as_dlpack(q)
@@ -108,6 +108,3 @@ def _dtype_of(x):
     return dtype_name(x)
 
 
-def _on_cuda(x):
-    device = getattr(x, "__dlpack_device__", None)
-    return device is not None and device()[0] == 2  # kDLCUDA

@@ -6,13 +6,14 @@ capture them (they run on PyTorch's current stream and never synchronize).
     q, s = torch.ops.lowbit.per_token_group_quant(x, 128, "fp8_e4m3fn", "row_major", 1e-10, None, False)
 """
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
-from . import _ops
+from . import _block_fp8, _nvfp4, _ops
 
 _TORCH_DTYPES = {"fp8_e4m3fn": torch.float8_e4m3fn, "int8": torch.int8}
+_FLOAT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 def _scale_storage(m, k, group, layout):
@@ -113,3 +114,99 @@ def per_tensor_quant_dynamic(x: torch.Tensor, dtype: str, eps: float,
 @per_tensor_quant_dynamic.register_fake
 def _(x, dtype, eps, scale_ub):
     return x.new_empty(x.shape, dtype=_TORCH_DTYPES[dtype]), x.new_empty((1,), dtype=torch.float32)
+
+
+# ---- block FP8 (docs/block_gemm.md) --------------------------------------------------------------
+
+def _blocks(n):
+    return (n + 127) // 128
+
+
+@torch.library.custom_op("lowbit::block_fp8_quantize_weight", mutates_args=())
+def block_fp8_quantize_weight(w: torch.Tensor, eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _block_fp8.block_fp8_quantize_weight(w, eps=eps)
+
+
+@block_fp8_quantize_weight.register_fake
+def _(w, eps):
+    n, k = w.shape
+    return (w.new_empty((n, k), dtype=torch.float8_e4m3fn),
+            w.new_empty((_blocks(n), _blocks(k)), dtype=torch.float32))
+
+
+@torch.library.custom_op("lowbit::block_fp8_dequantize_weight", mutates_args=())
+def block_fp8_dequantize_weight(q: torch.Tensor, scales: torch.Tensor, dtype: str) -> torch.Tensor:
+    return _block_fp8.block_fp8_dequantize_weight(q, scales, dtype=dtype)
+
+
+@block_fp8_dequantize_weight.register_fake
+def _(q, scales, dtype):
+    return q.new_empty(q.shape, dtype=_FLOAT_DTYPES[dtype])
+
+
+@torch.library.custom_op("lowbit::block_fp8_mm", mutates_args=())
+def block_fp8_mm(a: torch.Tensor, a_scales: torch.Tensor, a_scale_layout: str, b: torch.Tensor,
+                 b_scales: torch.Tensor, out_dtype: str) -> torch.Tensor:
+    return _block_fp8.block_fp8_mm(a, a_scales, b, b_scales, a_scale_layout=a_scale_layout,
+                                   out_dtype=out_dtype)
+
+
+@block_fp8_mm.register_fake
+def _(a, a_scales, a_scale_layout, b, b_scales, out_dtype):
+    return a.new_empty((a.shape[0], b.shape[0]), dtype=_FLOAT_DTYPES[out_dtype])
+
+
+# ---- NVFP4 (docs/nvfp4.md); weight preparation (sparsify, relayout) stays eager ----------------
+
+@torch.library.custom_op("lowbit::nvfp4_quantize_weight", mutates_args=())
+def nvfp4_quantize_weight(w: torch.Tensor, global_scale: Optional[torch.Tensor]
+                          ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    packed, scales, g = _nvfp4.nvfp4_quantize_weight(w, global_scale=global_scale)
+    return packed, scales, g.clone() if global_scale is not None else g  # outputs never alias
+
+
+@nvfp4_quantize_weight.register_fake
+def _(w, global_scale):
+    n, k = w.shape
+    return (w.new_empty((n, k // 2), dtype=torch.uint8),
+            w.new_empty((n, k // 16), dtype=torch.float8_e4m3fn),
+            w.new_empty((1,), dtype=torch.float32))
+
+
+@torch.library.custom_op("lowbit::nvfp4_dequantize_weight", mutates_args=())
+def nvfp4_dequantize_weight(packed: torch.Tensor, block_scales: torch.Tensor,
+                            global_scale: torch.Tensor, dtype: str) -> torch.Tensor:
+    return _nvfp4.nvfp4_dequantize_weight(packed, block_scales, global_scale, dtype=dtype)
+
+
+@nvfp4_dequantize_weight.register_fake
+def _(packed, block_scales, global_scale, dtype):
+    return packed.new_empty((packed.shape[0], 2 * packed.shape[1]), dtype=_FLOAT_DTYPES[dtype])
+
+
+def _gemv_rows(x, routing):
+    return routing[2].shape[0] if routing is not None else x.shape[0]
+
+
+@torch.library.custom_op("lowbit::nvfp4_gemv", mutates_args=())
+def nvfp4_gemv(x: torch.Tensor, packed: torch.Tensor, block_scales: torch.Tensor,
+               global_scales: torch.Tensor, routing: Optional[List[torch.Tensor]]) -> torch.Tensor:
+    return _nvfp4.nvfp4_gemv(x, packed, block_scales, global_scales, routing=routing)
+
+
+@nvfp4_gemv.register_fake
+def _(x, packed, block_scales, global_scales, routing):
+    return x.new_empty((_gemv_rows(x, routing), packed.shape[-2]), dtype=torch.bfloat16)
+
+
+@torch.library.custom_op("lowbit::nvfp4_sparse24_gemv", mutates_args=())
+def nvfp4_sparse24_gemv(x: torch.Tensor, values: torch.Tensor, indices: torch.Tensor,
+                        block_scales: torch.Tensor, global_scales: torch.Tensor,
+                        routing: Optional[List[torch.Tensor]]) -> torch.Tensor:
+    return _nvfp4.nvfp4_sparse24_gemv(x, values, indices, block_scales, global_scales,
+                                      routing=routing)
+
+
+@nvfp4_sparse24_gemv.register_fake
+def _(x, values, indices, block_scales, global_scales, routing):
+    return x.new_empty((_gemv_rows(x, routing), values.shape[-2]), dtype=torch.bfloat16)

@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <optional>
@@ -98,6 +99,26 @@ void set_group_options(GroupQuantArgs& args, int group_size, const std::string& 
   args.eps = eps;
   args.scale_ub = scale_ub;
   args.power_of_two_scale = power_of_two_scale;
+}
+
+// An argument array with the dtype name the Python side resolved for it ("" = its own).
+using Typed = std::tuple<Array, std::string>;
+
+TensorView view_of(const Typed& typed, const char* name) {
+  return view_of(std::get<0>(typed), name, std::get<1>(typed));
+}
+
+std::optional<lowbit::Nvfp4MoeRouting> routing_of(const std::optional<std::vector<Array>>& lists) {
+  if (!lists) return std::nullopt;
+  if (lists->size() != 3) {
+    throw lowbit::Error("python", "routing", "(expert_ids, slot_offsets, token_ids)",
+                        std::to_string(lists->size()) + " arrays");
+  }
+  lowbit::Nvfp4MoeRouting routing;
+  routing.expert_ids = view_of((*lists)[0], "routing.expert_ids", "");
+  routing.slot_offsets = view_of((*lists)[1], "routing.slot_offsets", "");
+  routing.token_ids = view_of((*lists)[2], "routing.token_ids", "");
+  return routing;
 }
 
 }  // namespace
@@ -192,5 +213,128 @@ NB_MODULE(_lowbit, m) {
           args.scale_ub = scale_ub;
           if (workspace) args.workspace = view_of(*workspace, "workspace", "");
           lowbit::per_tensor_quant(args, stream_of(stream));
+        });
+  // ---- block FP8 (DeepSeek-V3 128 x 128 weight blocks) -----------------------------------------
+  m.def("block_fp8_quantize_weight",
+        [](Typed weight, Typed output, Array scales, float eps, std::uintptr_t stream) {
+          lowbit::BlockFp8QuantizeWeightArgs args;
+          args.weight = view_of(weight, "weight");
+          args.output = view_of(output, "output");
+          args.scales = view_of(scales, "scales", "");
+          args.eps = eps;
+          lowbit::block_fp8_quantize_weight(args, stream_of(stream));
+        });
+  m.def("block_fp8_dequantize_weight",
+        [](Typed weight, Array scales, Typed output, std::uintptr_t stream) {
+          lowbit::BlockFp8DequantizeWeightArgs args;
+          args.weight = view_of(weight, "weight");
+          args.scales = view_of(scales, "scales", "");
+          args.output = view_of(output, "output");
+          lowbit::block_fp8_dequantize_weight(args, stream_of(stream));
+        });
+  m.def("block_fp8_mm_workspace_bytes",
+        [](std::int64_t m_rows, std::int64_t n, std::int64_t k, const std::string& layout,
+           const std::string& output_dtype) {
+          return lowbit::block_fp8_mm_workspace_bytes(m_rows, n, k, layout_from_name(layout),
+                                                      dtype_from_name(output_dtype));
+        });
+  m.def("block_fp8_mm",
+        [](Typed a, Array a_scales, const std::string& layout, Typed b, Array b_scales,
+           Typed output, std::optional<Array> workspace, std::uintptr_t stream) {
+          lowbit::BlockFp8MmArgs args;
+          args.a = view_of(a, "a");
+          args.a_scales = view_of(a_scales, "a_scales", "");
+          args.a_scale_layout = layout_from_name(layout);
+          args.b = view_of(b, "b");
+          args.b_scales = view_of(b_scales, "b_scales", "");
+          args.output = view_of(output, "output");
+          if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          lowbit::block_fp8_mm(args, stream_of(stream));
+        });
+
+  // ---- NVFP4 weights and MoE-decode GEMV ---------------------------------------------------------
+  m.def("nvfp4_quantize_weight_workspace_bytes", &lowbit::nvfp4_quantize_weight_workspace_bytes);
+  m.def("nvfp4_quantize_weight",
+        [](Typed weight, Array packed, Typed block_scales, Array global_scale,
+           bool global_scale_is_input, std::optional<Array> workspace, std::uintptr_t stream) {
+          lowbit::Nvfp4QuantizeWeightArgs args;
+          args.weight = view_of(weight, "weight");
+          args.packed = view_of(packed, "packed", "");
+          args.block_scales = view_of(block_scales, "block_scales");
+          args.global_scale = view_of(global_scale, "global_scale", "");
+          args.global_scale_is_input = global_scale_is_input;
+          if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          lowbit::nvfp4_quantize_weight(args, stream_of(stream));
+        });
+  m.def("nvfp4_dequantize_weight",
+        [](Array packed, Typed block_scales, Array global_scale, Typed output,
+           std::uintptr_t stream) {
+          lowbit::Nvfp4DequantizeWeightArgs args;
+          args.packed = view_of(packed, "packed", "");
+          args.block_scales = view_of(block_scales, "block_scales");
+          args.global_scale = view_of(global_scale, "global_scale", "");
+          args.output = view_of(output, "output");
+          lowbit::nvfp4_dequantize_weight(args, stream_of(stream));
+        });
+  m.def("nvfp4_sparsify_24",
+        [](Array packed, Typed block_scales, float global_scale, Array values, Array indices) {
+          lowbit::Nvfp4Sparsify24Args args;
+          args.packed = view_of(packed, "packed", "");
+          args.block_scales = view_of(block_scales, "block_scales");
+          args.global_scale = global_scale;
+          args.values = view_of(values, "values", "");
+          args.indices = view_of(indices, "indices", "");
+          const lowbit::Nvfp4PruneReport r = lowbit::nvfp4_sparsify_24(args);
+          nb::dict report;
+          report["groups"] = r.groups;
+          report["groups_losing_nonzeros"] = r.groups_losing_nonzeros;
+          report["relative_frobenius_error"] = r.relative_frobenius_error;
+          report["max_abs_error"] = r.max_abs_error;
+          return report;
+        });
+  m.def("nvfp4_sparse24_to_dense", [](Array values, Array indices, Array packed) {
+    lowbit::nvfp4_sparse24_to_dense(view_of(values, "values", ""), view_of(indices, "indices", ""),
+                                    view_of(packed, "packed", ""));
+  });
+  m.def("nvfp4_relayout_for_gemv",
+        [](Array packed, Typed block_scales, Array gemv_packed, Typed gemv_block_scales) {
+          lowbit::nvfp4_relayout_for_gemv(view_of(packed, "packed", ""),
+                                          view_of(block_scales, "block_scales"),
+                                          view_of(gemv_packed, "gemv_packed", ""),
+                                          view_of(gemv_block_scales, "gemv_block_scales"));
+        });
+  m.def("nvfp4_sparse24_relayout_for_gemv",
+        [](Array values, Array indices, Typed block_scales, Array gemv_values, Array gemv_indices,
+           Typed gemv_block_scales) {
+          lowbit::nvfp4_sparse24_relayout_for_gemv(
+              view_of(values, "values", ""), view_of(indices, "indices", ""),
+              view_of(block_scales, "block_scales"), view_of(gemv_values, "gemv_values", ""),
+              view_of(gemv_indices, "gemv_indices", ""),
+              view_of(gemv_block_scales, "gemv_block_scales"));
+        });
+  m.def("nvfp4_gemv",
+        [](Typed x, Array packed, Typed block_scales, Array global_scales, Typed output,
+           std::optional<std::vector<Array>> routing, std::uintptr_t stream) {
+          lowbit::Nvfp4GemvArgs args;
+          args.x = view_of(x, "x");
+          args.packed = view_of(packed, "packed", "");
+          args.block_scales = view_of(block_scales, "block_scales");
+          args.global_scales = view_of(global_scales, "global_scales", "");
+          args.output = view_of(output, "output");
+          args.routing = routing_of(routing);
+          lowbit::nvfp4_gemv(args, stream_of(stream));
+        });
+  m.def("nvfp4_sparse24_gemv",
+        [](Typed x, Array values, Array indices, Typed block_scales, Array global_scales,
+           Typed output, std::optional<std::vector<Array>> routing, std::uintptr_t stream) {
+          lowbit::Nvfp4Sparse24GemvArgs args;
+          args.x = view_of(x, "x");
+          args.values = view_of(values, "values", "");
+          args.indices = view_of(indices, "indices", "");
+          args.block_scales = view_of(block_scales, "block_scales");
+          args.global_scales = view_of(global_scales, "global_scales", "");
+          args.output = view_of(output, "output");
+          args.routing = routing_of(routing);
+          lowbit::nvfp4_sparse24_gemv(args, stream_of(stream));
         });
 }

@@ -65,5 +65,6 @@ def silu_mul(gate, up, limit=None):
     if limit is not None:
         g = np.where(g > limit, limit, g)
         u = np.where(u > limit, limit, np.where(u < -limit, -limit, u))
+    g = np.where(g < -80.0, -80.0, g)  # docs/activation.md: gates below -80 count as -80
     with np.errstate(over="ignore"):
         return g / (1.0 + np.exp(-g)) * u

@@ -1,5 +1,5 @@
 """lowbit from PyTorch on the GPU machine: every op against PyTorch references written from
-docs/quant.md and docs/activation.md (never lowbit's own CPU reference), CUDA-graph capture
+docs/quant.md, docs/activation.md, docs/block_gemm.md and docs/nvfp4.md (never lowbit's own CPU reference), CUDA-graph capture
 and replay with new inputs, and torch.compile(fullgraph=True) through the custom ops.
 Run by scripts/gpu-check.sh; needs torch with CUDA."""
 
@@ -71,6 +71,7 @@ def test_per_token_group_quant_against_torch(dtype, layout, m, k):
 def test_silu_and_mul_quant_and_silu_and_mul_against_torch():
     x = activations(512, 2 * 7168, seed=7)
     gate, up = x[:, :7168].float(), x[:, 7168:].float()
+    gate = gate.clamp(min=-80.0)  # docs/activation.md: gates below -80 count as -80
     exact = (gate.double() * torch.sigmoid(gate.double()) * up.double())
     y = lowbit.silu_and_mul(x)
     assert torch.all((y.double() - exact).abs() <= exact.abs() * 2 ** -7 + 1e-30)
@@ -181,3 +182,67 @@ def test_jax_input_with_cupy_outputs():
     want_q, want_s = lowbit.per_token_group_quant(host, 128)
     assert np.array_equal(cp.asnumpy(q), want_q.view(np.uint8))
     assert np.array_equal(cp.asnumpy(s), want_s)
+
+
+# ---- block FP8 and NVFP4 (docs/block_gemm.md, docs/nvfp4.md) -------------------------------------
+
+def test_block_fp8_weight_and_mm_against_torch():
+    n, k, m = 576, 7168, 129
+    w = activations(n, k, seed=21) * 1e-2
+    q, s = lowbit.block_fp8_quantize_weight(w)
+    blocks = torch.nn.functional.pad(w.float(), (0, 0, 0, 640 - n)).view(5, 128, 56, 128)
+    want_s = true_div(torch.clamp(blocks.abs().amax(dim=(1, 3)), min=1e-10), 448.0)
+    assert torch.equal(s, want_s)
+    expanded = want_s.repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
+    same_bytes(q, torch.clamp(w.float() / expanded, -448, 448).to(torch.float8_e4m3fn))
+    assert torch.equal(lowbit.block_fp8_dequantize_weight(q, s, dtype="fp32"),
+                       q.float() * expanded)
+    x = activations(m, k, seed=22)
+    qa, sa = lowbit.per_token_group_quant(x, 128, scale_layout="column_major_tma_aligned")
+    c = lowbit.block_fp8_mm(qa, sa, q, s, a_scale_layout="column_major_tma_aligned")
+    want = (qa.double() * sa[:, :m].t().double().repeat_interleave(128, 1)) @ \
+        (q.double() * expanded.double()).t()
+    assert c.dtype == torch.bfloat16 and c.shape == (m, n)
+    assert torch.linalg.norm(c.double() - want) <= 2.0 ** -8 * torch.linalg.norm(want)
+
+
+def test_nvfp4_quantize_and_moe_gemv_against_torch():
+    e, n, k, t = 4, 256, 2048, 3
+    w = activations(e * n, k, seed=31) * 1e-2
+    packed, scales, g, dequantized = [], [], [], []
+    for i in range(e):
+        p, s, gi = lowbit.nvfp4_quantize_weight(w[i * n:(i + 1) * n])
+        amax = w[i * n:(i + 1) * n].float().abs().amax()
+        assert gi.item() == true_div(amax.reshape(1), 2688.0).item()
+        dequantized.append(lowbit.nvfp4_dequantize_weight(p, s, gi, dtype="fp32").double())
+        gp, gs = lowbit.nvfp4_relayout_for_gemv(p.cpu(), s.cpu())
+        packed.append(gp), scales.append(gs), g.append(gi)
+    packed = torch.stack(packed).to(DEVICE)
+    scales = torch.stack(scales).to(DEVICE)
+    globals_ = torch.cat(g)
+    weights = torch.stack(dequantized)
+    x = activations(t, k, seed=32)
+    # slot 0: tokens 0, 2 on expert 3; slot 1: token 1 on expert 0
+    routing = (torch.tensor([3, 0], dtype=torch.int32, device=DEVICE),
+               torch.tensor([0, 2, 3], dtype=torch.int32, device=DEVICE),
+               torch.tensor([0, 2, 1], dtype=torch.int32, device=DEVICE))
+    y = lowbit.nvfp4_gemv(x, packed, scales, globals_, routing=routing)
+    want = torch.stack([x[0].double() @ weights[3].t(), x[2].double() @ weights[3].t(),
+                        x[1].double() @ weights[0].t()])
+    bound = want.abs() * 2.0 ** -8 + 2.0 ** -12 * torch.stack([
+        x[0].double().abs() @ weights[3].abs().t(), x[2].double().abs() @ weights[3].abs().t(),
+        x[1].double().abs() @ weights[0].abs().t()])
+    assert y.shape == (3, n) and ((y.double() - want).abs() <= bound).all()
+
+
+def test_torch_compile_traces_the_weight_ops():
+    def layer(x, w):
+        q, s = torch.ops.lowbit.block_fp8_quantize_weight(w, 1e-10)
+        qa, sa = torch.ops.lowbit.per_token_group_quant(x, 128, "fp8_e4m3fn", "row_major", 1e-10,
+                                                        None, False)
+        return torch.ops.lowbit.block_fp8_mm(qa, sa, "row_major", q, s, "bf16")
+
+    x = activations(16, 1024, seed=41)
+    w = activations(256, 1024, seed=42) * 1e-2
+    compiled = torch.compile(layer, fullgraph=True)
+    assert torch.equal(compiled(x, w), layer(x, w))
