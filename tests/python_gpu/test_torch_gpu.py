@@ -233,6 +233,7 @@ def test_nvfp4_quantize_and_moe_gemv_against_torch():
         x[0].double().abs() @ weights[3].abs().t(), x[2].double().abs() @ weights[3].abs().t(),
         x[1].double().abs() @ weights[0].abs().t()])
     assert y.shape == (3, n) and ((y.double() - want).abs() <= bound).all()
+    assert torch.equal(torch.ops.lowbit.nvfp4_gemv(x, packed, scales, globals_, *routing), y)
 
 
 def test_torch_compile_traces_the_weight_ops():
