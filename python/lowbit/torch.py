@@ -6,7 +6,7 @@ capture them (they run on PyTorch's current stream and never synchronize).
     q, s = torch.ops.lowbit.per_token_group_quant(x, 128, "fp8_e4m3fn", "row_major", 1e-10, None, False)
 """
 
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 
@@ -184,29 +184,39 @@ def _(packed, block_scales, global_scale, dtype):
     return packed.new_empty((packed.shape[0], 2 * packed.shape[1]), dtype=_FLOAT_DTYPES[dtype])
 
 
-def _gemv_rows(x, routing):
-    return routing[2].shape[0] if routing is not None else x.shape[0]
+# torch.library has no optional list of tensors: routing travels as three optional tensors
+# (expert_ids, slot_offsets, token_ids), all given or all None.
+def _routing(expert_ids, slot_offsets, token_ids):
+    return None if expert_ids is None else (expert_ids, slot_offsets, token_ids)
+
+
+def _gemv_rows(x, token_ids):
+    return token_ids.shape[0] if token_ids is not None else x.shape[0]
 
 
 @torch.library.custom_op("lowbit::nvfp4_gemv", mutates_args=())
 def nvfp4_gemv(x: torch.Tensor, packed: torch.Tensor, block_scales: torch.Tensor,
-               global_scales: torch.Tensor, routing: Optional[List[torch.Tensor]]) -> torch.Tensor:
-    return _nvfp4.nvfp4_gemv(x, packed, block_scales, global_scales, routing=routing)
+               global_scales: torch.Tensor, expert_ids: Optional[torch.Tensor],
+               slot_offsets: Optional[torch.Tensor], token_ids: Optional[torch.Tensor]
+               ) -> torch.Tensor:
+    return _nvfp4.nvfp4_gemv(x, packed, block_scales, global_scales,
+                             routing=_routing(expert_ids, slot_offsets, token_ids))
 
 
 @nvfp4_gemv.register_fake
-def _(x, packed, block_scales, global_scales, routing):
-    return x.new_empty((_gemv_rows(x, routing), packed.shape[-2]), dtype=torch.bfloat16)
+def _(x, packed, block_scales, global_scales, expert_ids, slot_offsets, token_ids):
+    return x.new_empty((_gemv_rows(x, token_ids), packed.shape[-2]), dtype=torch.bfloat16)
 
 
 @torch.library.custom_op("lowbit::nvfp4_sparse24_gemv", mutates_args=())
 def nvfp4_sparse24_gemv(x: torch.Tensor, values: torch.Tensor, indices: torch.Tensor,
                         block_scales: torch.Tensor, global_scales: torch.Tensor,
-                        routing: Optional[List[torch.Tensor]]) -> torch.Tensor:
+                        expert_ids: Optional[torch.Tensor], slot_offsets: Optional[torch.Tensor],
+                        token_ids: Optional[torch.Tensor]) -> torch.Tensor:
     return _nvfp4.nvfp4_sparse24_gemv(x, values, indices, block_scales, global_scales,
-                                      routing=routing)
+                                      routing=_routing(expert_ids, slot_offsets, token_ids))
 
 
 @nvfp4_sparse24_gemv.register_fake
-def _(x, values, indices, block_scales, global_scales, routing):
-    return x.new_empty((_gemv_rows(x, routing), values.shape[-2]), dtype=torch.bfloat16)
+def _(x, values, indices, block_scales, global_scales, expert_ids, slot_offsets, token_ids):
+    return x.new_empty((_gemv_rows(x, token_ids), values.shape[-2]), dtype=torch.bfloat16)
