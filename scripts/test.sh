@@ -8,6 +8,6 @@ scripts/install-deps.sh
 scripts/build.sh lowbit_cpu_tests lowbit_fuzz_targets lowbit_cli
 ctest --test-dir build -L cpu --output-on-failure -j "$(nproc)"
 
-python3 -m pip install -q --disable-pip-version-check scikit-build-core nanobind numpy ml_dtypes pytest
+python3 -m pip install -q --disable-pip-version-check scikit-build-core nanobind numpy "ml_dtypes>=0.5" pytest
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation .
 (cd tests/python && python3 -m pytest -q .)
