@@ -309,7 +309,9 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t block = amax_bits != nullptr ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const std::int64_t first = block * kThreads * kUnroll + threadIdx.x;
   float x[kUnroll][8];
-  std::int64_t out_offsets[kUnroll];  // computed once: strided tensors pay a division for it
+  // Strided tensors keep each output offset from the load loop (it costs a 64-bit division);
+  // contiguous ones recompute v * 8 rather than hold 4 more 64-bit registers (measured: -4%).
+  std::int64_t out_offsets[kUnroll];
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const std::int64_t v = first + u * kThreads;
@@ -320,13 +322,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    if (first + u * kThreads >= total) continue;
+    const std::int64_t v = first + u * kThreads;
+    if (v >= total) continue;
+    const std::int64_t out_offset = kContiguous ? v * 8 : out_offsets[u];
     float local_amax = 0.0f;
 #pragma unroll
     for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[u][i]));
     float q[8];
     divide_group(x[u], make_shared_divisor(scale, local_amax), q);
-    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offsets[u], q);
+    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
   }
 }
 
