@@ -9,4 +9,5 @@
 #include "lowbit/nvfp4.h"
 #include "lowbit/quant.h"
 #include "lowbit/safetensors.h"
+#include "lowbit/scaled_gemm.h"
 #include "lowbit/tensor.h"

@@ -1,0 +1,29 @@
+// Kernel configurations of the scaled GEMM and the heuristic that picks one per shape
+// (scaled_gemm_heuristics.cpp). LOWBIT_SCALED_GEMM=<name> forces one; LOWBIT_PRINT_CONFIG=1
+// prints the choice.
+#pragma once
+
+#include <cstdint>
+
+#include "lowbit/tensor.h"
+
+namespace lowbit::cuda {
+
+enum class ScaledGemmTile : std::uint8_t {
+  kLarge128x128,   // 128 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
+  kMedium64x128,   // 64 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
+  kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
+};
+inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
+    ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kDecodeSwapAB};
+
+struct ScaledGemmConfig {
+  ScaledGemmTile tile = ScaledGemmTile::kLarge128x128;
+};
+
+const char* scaled_gemm_tile_name(ScaledGemmTile tile);
+
+ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
+                                           DType ab_dtype);
+
+}  // namespace lowbit::cuda

@@ -1,0 +1,64 @@
+// Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor:
+// the swapped tile puts the tokens in wgmma's N and stream-K spreads the channel tiles over every
+// SM along K. Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs busy as the
+// 128-row one; above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
+// Measurements: docs/perf/scaled_gemm.md.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "scaled_gemm_config.h"
+
+namespace lowbit::cuda {
+
+const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
+  switch (tile) {
+    case ScaledGemmTile::kLarge128x128: return "large128x128";
+    case ScaledGemmTile::kMedium64x128: return "medium64x128";
+    case ScaledGemmTile::kDecodeSwapAB: return "decode_swap_ab";
+  }
+  return "?";
+}
+
+namespace {
+
+bool parse_override(ScaledGemmTile& tile) {
+  const char* text = std::getenv("LOWBIT_SCALED_GEMM");
+  if (text == nullptr) return false;
+  for (ScaledGemmTile candidate : kAllScaledGemmTiles) {
+    if (std::strcmp(text, scaled_gemm_tile_name(candidate)) == 0) {
+      tile = candidate;
+      return true;
+    }
+  }
+  std::fprintf(stderr,
+               "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128 or "
+               "decode_swap_ab)\n",
+               text);
+  return false;
+}
+
+}  // namespace
+
+ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
+                                           DType ab_dtype) {
+  ScaledGemmConfig config;
+  if (!parse_override(config.tile)) {
+    if (m <= 64) {
+      config.tile = ScaledGemmTile::kDecodeSwapAB;
+    } else if (m <= 128) {
+      config.tile = ScaledGemmTile::kMedium64x128;
+    } else {
+      config.tile = ScaledGemmTile::kLarge128x128;
+    }
+  }
+  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
+  if (print) {
+    std::fprintf(stderr, "[lowbit] scaled_mm %s m=%lld n=%lld k=%lld: %s\n", dtype_name(ab_dtype),
+                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                 scaled_gemm_tile_name(config.tile));
+  }
+  return config;
+}
+
+}  // namespace lowbit::cuda
