@@ -33,9 +33,10 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::
 
 }  // namespace
 
-CublasLtPlan::CublasLtPlan() {
+CublasLtPlan::CublasLtPlan(bool int32_compute) : int32_compute_(int32_compute) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-  check_lt(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+  check_lt(cublasLtMatmulDescCreate(&desc_, int32_compute ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                    int32_compute ? CUDA_R_32I : CUDA_R_32F), "desc");
   const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
   check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
                                           sizeof(transpose)), "transa");
@@ -66,7 +67,10 @@ void CublasLtPlan::choose_algorithm() {
 
 void CublasLtPlan::matmul(const void* a, const void* b, void* d) const {
   const float one = 1.0f, zero = 0.0f;
-  check_lt(cublasLtMatmul(handle_, desc_, &one, a, a_, b, b_, &zero, d, d_, d, d_, &heuristic_.algo,
+  const std::int32_t one_i = 1, zero_i = 0;
+  const void* alpha = int32_compute_ ? static_cast<const void*>(&one_i) : &one;
+  const void* beta = int32_compute_ ? static_cast<const void*>(&zero_i) : &zero;
+  check_lt(cublasLtMatmul(handle_, desc_, alpha, a, a_, b, b_, beta, d, d_, d, d_, &heuristic_.algo,
                           workspace_->get(), kWorkspaceBytes, nullptr), "cublasLtMatmul");
 }
 
@@ -79,8 +83,12 @@ CublasLtBf16Gemm::CublasLtBf16Gemm(std::int64_t m, std::int64_t n, std::int64_t 
 }
 
 CublasLtFp8Gemm::CublasLtFp8Gemm(std::int64_t m, std::int64_t n, std::int64_t k, bool block_scaled,
-                                 bool weights_as_a, const float* w_scales, const float* x_scales)
+                                 bool weights_as_a, const float* w_scales, const float* x_scales,
+                                 bool fast_accum)
     : weights_as_a_(weights_as_a) {
+  const std::int8_t fast = fast_accum ? 1 : 0;
+  check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)),
+           "fast accumulation");
   const std::int32_t weight_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
                                                 : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
   const std::int32_t act_mode = block_scaled ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
@@ -96,6 +104,14 @@ CublasLtFp8Gemm::CublasLtFp8Gemm(std::int64_t m, std::int64_t n, std::int64_t k,
   a_ = make_layout(CUDA_R_8F_E4M3, k, rows_a, 1);
   b_ = make_layout(CUDA_R_8F_E4M3, k, rows_b, 1);
   d_ = make_layout(CUDA_R_16BF, rows_a, rows_b, 1);
+  choose_algorithm();
+}
+
+CublasLtInt8Gemm::CublasLtInt8Gemm(std::int64_t m, std::int64_t n, std::int64_t k)
+    : CublasLtPlan(true) {
+  a_ = make_layout(CUDA_R_8I, k, n, 1);
+  b_ = make_layout(CUDA_R_8I, k, m, 1);
+  d_ = make_layout(CUDA_R_32I, n, m, 1);
   choose_algorithm();
 }
 

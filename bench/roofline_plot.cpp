@@ -36,6 +36,7 @@ const Series& series_of(const std::string& name) {
 Marker marker_of(const std::string& family) {
   if (family == "quant") return Marker::kCircle;
   if (family == "nvfp4") return Marker::kSquare;
+  if (family == "gemm") return Marker::kTriangle;
   return Marker::kDiamond;
 }
 
@@ -75,7 +76,7 @@ void draw_legend(Canvas& canvas, const Frame& f, const std::vector<PlotPoint>& p
     canvas.text(x + 18, y, s.name, kBlack, 2);
     x += 18 + Canvas::text_width(s.name, 2) + 16;
   }
-  for (const char* family : {"quant", "nvfp4", "block-gemm"}) {
+  for (const char* family : {"quant", "nvfp4", "block-gemm", "gemm"}) {
     const bool present = std::any_of(points.begin(), points.end(),
                                      [&](const PlotPoint& p) { return p.family == family; });
     if (!present) continue;
@@ -217,6 +218,17 @@ std::vector<PlotPoint> plot_points(const json& report) {
       add(points, {family, label, "cuBLASLt FP8 block", true, intensity, number(r, "cublaslt_block_tflops")});
       add(points, {family, label, "cuBLASLt FP8 per-tensor", true, intensity,
                    number(r, "cublaslt_per_tensor_tflops")});
+    } else if (family == "gemm") {
+      const double m = number(r, "m"), n = number(r, "n"), k = number(r, "k");
+      const std::string label = r.value("shape", "") + " M=" + std::to_string(static_cast<long long>(m));
+      const double intensity = 2 * m * n * k / (m * k + n * k + 2 * m * n);
+      const double flop = 2 * m * n * k;
+      const double lt_us = number(r, "cublaslt_fp8_us");
+      if (m <= 64) add(points, {family, label, "lowbit", false, 0, number(r, "weight_gbps")});
+      add(points, {family, label, "lowbit", true, intensity, number(r, "fp8_per_tensor_tflops")});
+      if (lt_us > 0) {
+        add(points, {family, label, "cuBLASLt FP8 per-tensor", true, intensity, flop / (lt_us * 1e-6) / 1e12});
+      }
     }
   }
   return points;

@@ -16,7 +16,8 @@ struct Family {
 // The order `lowbit bench all` runs them in.
 constexpr Family kFamilies[] = {{"quant", run_quant_bench},
                                 {"nvfp4", run_nvfp4_bench},
-                                {"block-gemm", run_block_gemm_bench}};
+                                {"block-gemm", run_block_gemm_bench},
+                                {"gemm", run_gemm_bench}};
 
 }  // namespace
 

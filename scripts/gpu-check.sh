@@ -5,7 +5,7 @@
 # nlohmann/json headers, CUTLASS 4.2 headers in .deps/cutlass/include): name it in `carry`.
 # The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
 #   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
-#                               [--tests=GTEST_FILTER] [--benches=all|quant,nvfp4,block-gemm]
+#                               [--tests=GTEST_FILTER] [--benches=all|quant,nvfp4,block-gemm,gemm]
 #                               [--skip-python]
 # --tests runs only the matching GPU tests (no forced-kernel reruns, no demo).
 set -uo pipefail

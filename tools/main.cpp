@@ -35,7 +35,8 @@ void print_usage() {
       "                                           ceilings; FAMILY: all (default), quant (activation\n"
       "                                           quantization vs copy bandwidth), nvfp4 (MoE GEMVs vs\n"
       "                                           copy and cuBLASLt bf16), block-gemm (vs cuBLASLt\n"
-      "                                           block-scaled and per-tensor FP8). Writes JSON and a\n"
+      "                                           block-scaled and per-tensor FP8), gemm (scaled_mm\n"
+      "                                           FP8/INT8 vs cuBLASLt FP8 and int8). Writes JSON and a\n"
       "                                           PNG roofline (default lowbit-bench-FAMILY.*)\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");

@@ -14,6 +14,7 @@ namespace lowbit::cuda {
 const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
   switch (tile) {
     case ScaledGemmTile::kLarge128x128: return "large128x128";
+    case ScaledGemmTile::kLarge128x256: return "large128x256";
     case ScaledGemmTile::kMedium64x128: return "medium64x128";
     case ScaledGemmTile::kDecodeSwapAB: return "decode_swap_ab";
   }
@@ -32,8 +33,8 @@ bool parse_override(ScaledGemmTile& tile) {
     }
   }
   std::fprintf(stderr,
-               "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128 or "
-               "decode_swap_ab)\n",
+               "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, large128x256, "
+               "medium64x128 or decode_swap_ab)\n",
                text);
   return false;
 }

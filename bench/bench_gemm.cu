@@ -1,0 +1,229 @@
+// `lowbit bench gemm`: scaled_mm (W8A8, dequantization in the epilogue, bf16 out) on Llama-3-8B
+// and DeepSeek-V3 dense FFN shapes, against, in the same run:
+//   cuBLASLt FP8 with per-tensor scales and bf16 output, default accumulation and fast
+//   accumulation (the latter is scaled_mm's own numerics);
+//   cuBLASLt int8 x int8 -> int32 followed by a dequantization kernel (the INT8 baseline).
+// TFLOP/s = 2 M N K / time, also as a fraction of the cuBLASLt FP8 8192^3 rate measured here.
+// For M <= 64 the weight stream (N K bytes) over the time is set against the copy bandwidth:
+// the bar is time <= 1.25 x weight bytes / copy bandwidth (>= 80% of copy).
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "cublaslt_gemm.cuh"
+#include "families.h"
+#include "harness.cuh"
+#include "lowbit/scaled_gemm.h"
+
+namespace lowbit::bench {
+
+namespace {
+
+struct GemmShape {
+  const char* name;
+  std::int64_t n, k;
+};
+constexpr GemmShape kShapes[] = {{"llama3-8b qkv/o 4096x4096", 4096, 4096},
+                                 {"llama3-8b up 14336x4096", 14336, 4096},
+                                 {"llama3-8b down 4096x14336", 4096, 14336},
+                                 {"dsv3 dense up 18432x7168", 18432, 7168},
+                                 {"dsv3 dense down 7168x18432", 7168, 18432}};
+
+// Random bytes; fp8 codes with 0x7F/0xFF (NaN) cleared to finite values of both signs.
+__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
+                                  std::uint8_t mask) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    data[i] = static_cast<std::uint8_t>(h) & mask;
+  }
+}
+
+__global__ void fill_floats_kernel(float* data, std::int64_t count, float value) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    data[i] = value * (1.0f + static_cast<float>(i % 7) / 8.0f);
+  }
+}
+
+__global__ void fill_ints_kernel(std::int32_t* data, std::int64_t count, std::int32_t base) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    data[i] = base + static_cast<std::int32_t>(i % 17);
+  }
+}
+
+// The INT8 baseline's second kernel: y[m, n] = bf16(s_a[m] * s_b[n] * float(acc[m, n])),
+// 4 elements per thread (16-byte loads).
+__global__ void dequantize_int32_kernel(const int4* __restrict__ acc, const float* __restrict__ s_a,
+                                        const float* __restrict__ s_b, std::int64_t m,
+                                        std::int64_t n, __nv_bfloat162* __restrict__ y) {
+  const std::int64_t quads = m * n / 4;
+  for (std::int64_t q = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; q < quads;
+       q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const int4 v = acc[q];
+    const std::int64_t row = q * 4 / n, col = q * 4 % n;
+    const float sa = s_a[row];
+    y[2 * q] = __floats2bfloat162_rn(sa * s_b[col] * v.x, sa * s_b[col + 1] * v.y);
+    y[2 * q + 1] = __floats2bfloat162_rn(sa * s_b[col + 2] * v.z, sa * s_b[col + 3] * v.w);
+  }
+}
+
+double median_us(const std::function<void(int)>& launch, int sets, int samples) {
+  return time_launches(launch, sets, samples).median_ms * 1e3;
+}
+
+void fill_bytes(void* data, std::int64_t count, std::uint64_t seed, std::uint8_t mask) {
+  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, seed, mask);
+}
+
+}  // namespace
+
+nlohmann::json run_gemm_bench(const BenchOptions& options) {
+  const DeviceInfo device = device_info();
+  const int samples = options.quick ? 5 : 20;
+  const double copy_gbps = measure_copy_gbps(samples);
+  std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
+              static_cast<long long>(device.l2_bytes >> 20));
+  const double fp8_tflops = measure_cublaslt_fp8_tflops(samples);
+  std::printf("ceilings: device copy %.1f GB/s (read + write), cuBLASLt FP8 8192^3 %.0f TFLOP/s\n",
+              copy_gbps, fp8_tflops);
+  std::printf("cuBLASLt %zu (runtime)\n", cublasLtGetVersion());
+  std::printf("%-27s %5s | %8s %6s %5s %5s | %8s %5s | %8s %5s | %8s %5s | %8s %8s %8s %5s %5s | %8s %5s\n",
+              "shape", "M", "fp8 us", "TFLOPs", "%rate", "%copy", "lt us", "x lt", "ltfa us", "x lfa",
+              "tokch us", "+%", "i8 us", "azp us", "azpt us", "+%", "+%", "lti8 us", "x lti8");
+  const std::vector<std::int64_t> token_counts =
+      options.quick ? std::vector<std::int64_t>{1, 4096}
+                    : std::vector<std::int64_t>{1, 16, 64, 128, 4096, 8192};
+  nlohmann::json results = nlohmann::json::array();
+  for (const GemmShape& s : kShapes) {
+    const std::int64_t n = s.n, k = s.k;
+    const std::int64_t weight_bytes = n * k;
+    const int sets = rotation_sets(weight_bytes, device.l2_bytes);
+    std::vector<std::unique_ptr<DeviceMemory>> fp8_weights, int8_weights;
+    for (int i = 0; i < sets; ++i) {
+      fp8_weights.push_back(std::make_unique<DeviceMemory>(n * k));
+      fill_bytes(fp8_weights.back()->get(), n * k, 11 + i, 0xF7);
+      int8_weights.push_back(std::make_unique<DeviceMemory>(n * k));
+      fill_bytes(int8_weights.back()->get(), n * k, 21 + i, 0xFF);
+    }
+    DeviceMemory b_scales(n * 4), azp_adj(n * 4), scalar(16);
+    fill_floats_kernel<<<64, 256>>>(static_cast<float*>(b_scales.get()), n, 1.0f / 256);
+    fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp_adj.get()), n, -300);
+    fill_floats_kernel<<<1, 32>>>(static_cast<float*>(scalar.get()), 4, 1.0f / 64);
+    for (std::int64_t m : token_counts) {
+      DeviceMemory x8(m * k), xi(m * k), a_scales(m * 4), azp(m * 4), y(m * n * 2), acc(m * n * 4);
+      fill_bytes(x8.get(), m * k, 5, 0xF7);
+      fill_bytes(xi.get(), m * k, 6, 0xFF);
+      fill_floats_kernel<<<64, 256>>>(static_cast<float*>(a_scales.get()), m, 1.0f / 64);
+      fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp.get()), m, -8);
+      check(cudaGetLastError(), "fill");
+      std::int64_t ws_bytes = 0;
+      for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
+        for (const char* config : {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"}) {
+          setenv("LOWBIT_SCALED_GEMM", config, 1);
+          ws_bytes = std::max(ws_bytes, scaled_mm_workspace_bytes(m, n, k, ab, DType::kBF16));
+          unsetenv("LOWBIT_SCALED_GEMM");
+        }
+      }
+      DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
+      const Device cuda = Device::kCUDA;
+      auto run_ours = [&](int set, bool int8, bool per_token, ScaledMmEpilogue epilogue) {
+        ScaledMmArgs args;
+        const DType ab = int8 ? DType::kInt8 : DType::kFP8E4M3;
+        args.a = TensorView::contiguous(int8 ? xi.get() : x8.get(), ab, {m, k}, cuda);
+        args.b = TensorView::contiguous(int8 ? int8_weights[set]->get() : fp8_weights[set]->get(), ab, {n, k}, cuda);
+        args.a_scales = per_token ? TensorView::contiguous(a_scales.get(), DType::kFP32, {m}, cuda)
+                                  : TensorView::contiguous(scalar.get(), DType::kFP32, {1}, cuda);
+        args.b_scales = per_token ? TensorView::contiguous(b_scales.get(), DType::kFP32, {n}, cuda)
+                                  : TensorView::contiguous(scalar.get(), DType::kFP32, {1}, cuda);
+        if (epilogue == ScaledMmEpilogue::kScaledAzp || epilogue == ScaledMmEpilogue::kScaledAzpPerToken) {
+          args.azp_adj = TensorView::contiguous(azp_adj.get(), DType::kInt32, {n}, cuda);
+        }
+        if (epilogue == ScaledMmEpilogue::kScaledAzpPerToken) {
+          args.azp = TensorView::contiguous(azp.get(), DType::kInt32, {m}, cuda);
+        }
+        args.output = TensorView::contiguous(y.get(), DType::kBF16, {m, n}, cuda);
+        args.workspace = TensorView::contiguous(workspace.get(), DType::kUInt8, {std::max<std::int64_t>(ws_bytes, 256)}, cuda);
+        scaled_mm(args);
+      };
+      auto time_ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue) {
+        return median_us([&](int set) { run_ours(set, int8, per_token, epilogue); }, sets, samples);
+      };
+      const double fp8_us = time_ours(false, false, ScaledMmEpilogue::kScaled);
+      const double fp8_token_channel_us = time_ours(false, true, ScaledMmEpilogue::kScaled);
+      const double int8_us = time_ours(true, true, ScaledMmEpilogue::kScaled);
+      const double int8_azp_us = time_ours(true, true, ScaledMmEpilogue::kScaledAzp);
+      const double int8_azp_token_us = time_ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken);
+      nlohmann::json per_config = nlohmann::json::object();
+      for (const char* config : {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"}) {
+        setenv("LOWBIT_SCALED_GEMM", config, 1);
+        per_config[config] = time_ours(false, false, ScaledMmEpilogue::kScaled);
+        unsetenv("LOWBIT_SCALED_GEMM");
+      }
+
+      const auto* one = static_cast<const float*>(scalar.get());
+      double lt_us = -1, lt_fast_us = -1, lt_int8_us = -1;
+      try {
+        const CublasLtFp8Gemm lt(m, n, k, false, true, one, one, false);
+        lt_us = median_us([&](int set) { lt.run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); }, sets, samples);
+        const CublasLtFp8Gemm fast(m, n, k, false, true, one, one, true);
+        lt_fast_us = median_us([&](int set) { fast.run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); }, sets, samples);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "cuBLASLt FP8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+      }
+      try {
+        const CublasLtInt8Gemm lt8(m, n, k);
+        lt_int8_us = median_us([&](int set) {
+          lt8.run(int8_weights[set]->get(), xi.get(), acc.get());
+          dequantize_int32_kernel<<<4 * device.sm_count, 256>>>(
+              static_cast<const int4*>(acc.get()), static_cast<const float*>(a_scales.get()),
+              static_cast<const float*>(b_scales.get()), m, n, static_cast<__nv_bfloat162*>(y.get()));
+        }, sets, samples);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+      }
+      const double flops = 2.0 * m * n * k;
+      auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
+      auto ratio = [](double base, double ours) { return base > 0 ? base / ours : 0.0; };
+      auto over = [](double us, double base) { return 100.0 * (us / base - 1.0); };
+      const double weight_gbps = weight_bytes / (fp8_us * 1e-6) / 1e9;
+      std::printf("%-27s %5lld | %8.2f %6.0f %4.0f%% %4.0f%% | %8.2f %4.2fx | %8.2f %4.2fx | %8.2f %+4.1f | %8.2f %8.2f %8.2f %+4.1f %+4.1f | %8.2f %4.2fx\n",
+                  s.name, static_cast<long long>(m), fp8_us, tflops(fp8_us), 100 * tflops(fp8_us) / fp8_tflops,
+                  100 * weight_gbps / copy_gbps, lt_us, ratio(lt_us, fp8_us), lt_fast_us, ratio(lt_fast_us, fp8_us),
+                  fp8_token_channel_us, over(fp8_token_channel_us, fp8_us), int8_us, int8_azp_us, int8_azp_token_us,
+                  over(int8_azp_us, int8_us), over(int8_azp_token_us, int8_us), lt_int8_us, ratio(lt_int8_us, int8_us));
+      std::fflush(stdout);
+      results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"rotation_sets", sets},
+                         {"weight_bytes", weight_bytes},
+                         {"fp8_per_tensor_us", fp8_us}, {"fp8_per_tensor_tflops", tflops(fp8_us)},
+                         {"fp8_fraction_of_cublaslt_rate", tflops(fp8_us) / fp8_tflops},
+                         {"weight_gbps", weight_gbps}, {"weight_fraction_of_copy", weight_gbps / copy_gbps},
+                         {"fp8_per_token_channel_us", fp8_token_channel_us},
+                         {"cublaslt_fp8_us", lt_us}, {"speedup_vs_cublaslt_fp8", ratio(lt_us, fp8_us)},
+                         {"cublaslt_fp8_fast_accum_us", lt_fast_us},
+                         {"speedup_vs_cublaslt_fp8_fast_accum", ratio(lt_fast_us, fp8_us)},
+                         {"int8_scaled_us", int8_us}, {"int8_azp_us", int8_azp_us},
+                         {"int8_azp_per_token_us", int8_azp_token_us},
+                         {"cublaslt_int8_plus_dequant_us", lt_int8_us},
+                         {"speedup_vs_cublaslt_int8", ratio(lt_int8_us, int8_us)},
+                         {"fp8_forced_config_us", per_config}});
+    }
+  }
+  return {{"benchmark", "gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},
+          {"fp8_tflops", fp8_tflops}, {"results", results}};
+}
+
+}  // namespace lowbit::bench

@@ -1,0 +1,394 @@
+// Scaled GEMM on the GPU against the library's CPU reference (itself checked against a
+// long-double evaluation in tests/cpu/test_scaled_gemm.cpp): M in {1, 7, 16, 64, 127, 128,
+// 1000, 4096, 8192} x Llama-3-8B and DeepSeek-V3 dense FFN (N, K); every epilogue, scale
+// granularity, output dtype and kernel configuration; fresh random data, outputs poisoned with
+// NaN; determinism, CUDA-graph replay and the azp adjustment helper.
+// Tolerance policy (docs/scaled_gemm.md): int8 is bit-exact (int32 accumulation, then the
+// reference's float32 epilogue in the kernel's order). fp8 uses the tensor cores' fast
+// accumulation (as vLLM's CUTLASS kernels and cuBLASLt's FAST_ACCUM mode), which keeps fewer
+// bits than fp32 over the whole K, so
+//   |gpu - ref| <= 2^-8 |ref| + 2^-9 * s_a s_b * sum_k |a_k b_k|, relative Frobenius <= 2^-7.
+// 2^-8 |ref| is two bf16/fp16 roundings. On an H200 at K = 4096 the accumulation measured a
+// relative Frobenius error of 2.4e-3 (bf16 rounding alone gives ~1.1e-3) and at most 4.2e-4 of
+// the sum term; both grow about as sqrt(K), so the bounds leave room up to K = 18432. A misread
+// operand tile, scale or bias moves the relative Frobenius error by far more than 2^-7.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "common/device_buffer.cuh"
+#include "common/test_data.h"
+#include "lowbit/formats.h"
+#include "lowbit/scaled_gemm.h"
+
+namespace lowbit {
+namespace {
+
+using testing::DeviceBuffer;
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr double kRelativeTolerance = 1.0 / 256;
+constexpr double kFp8SumTolerance = 1.0 / 512;
+constexpr double kFp8FrobeniusTolerance = 1.0 / 128;
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// int8: uniform codes; fp8: roughly normal values over e4m3's range (never NaN).
+Bytes random_codes(DType ab, std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
+  Bytes codes(static_cast<std::size_t>(rows * cols));
+  testing::parallel_for(rows, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::uint64_t h = mix(testing::test_seed() ^ (salt << 40) ^ (r * cols + c));
+        if (ab == DType::kInt8) {
+          codes[r * cols + c] = static_cast<std::uint8_t>(h);
+          continue;
+        }
+        float v = 0.0f;
+        for (int i = 0; i < 4; ++i) v += static_cast<float>((h >> (16 * i)) & 0xFFFF) / 65536.0f;
+        codes[r * cols + c] = float_to_fp8_e4m3((v - 2.0f) * 120.0f, Saturation::kFinite);
+      }
+    }
+  });
+  return codes;
+}
+
+std::vector<float> random_scales(std::int64_t count, std::uint64_t salt) {
+  std::vector<float> s(count);
+  for (std::int64_t i = 0; i < count; ++i) {
+    s[i] = std::ldexp(1.0f + static_cast<float>(mix(testing::test_seed() ^ (salt << 40) ^ i) % 1000) / 1000.0f, -10);
+  }
+  return s;
+}
+
+struct Options {
+  DType ab = DType::kFP8E4M3, out = DType::kBF16;
+  bool per_token = true, per_channel = true, bias = false, azp_adj = false, azp = false;
+};
+
+struct Problem {
+  std::int64_t m, n, k;
+  Options o;
+  Bytes a, b;
+  std::vector<float> a_scales, b_scales;
+  std::vector<std::uint16_t> bias;
+  std::vector<std::int32_t> azp_adj, azp;
+};
+
+Problem make_problem(std::int64_t m, std::int64_t n, std::int64_t k, const Options& o,
+                     std::uint64_t salt) {
+  Problem p{m, n, k, o, random_codes(o.ab, m, k, salt), random_codes(o.ab, n, k, salt + 1),
+            random_scales(o.per_token ? m : 1, salt + 2),
+            random_scales(o.per_channel ? n : 1, salt + 3), {}, {}, {}};
+  if (o.bias) {
+    p.bias.resize(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float v = static_cast<float>(static_cast<int>(mix(salt + 4 + j) % 2001) - 1000) / 100.0f;
+      p.bias[j] = o.out == DType::kBF16 ? float_to_bf16(v) : float_to_fp16(v);
+    }
+  }
+  if (o.azp_adj) {
+    // azp_adj from the library's CPU helper: z * colsum (ScaledAzp) or colsum (PerToken).
+    p.azp_adj.resize(n);
+    ScaledMmAzpAdjustmentArgs adj;
+    adj.b = TensorView::contiguous(p.b.data(), DType::kInt8, {n, k});
+    adj.output = TensorView::contiguous(p.azp_adj.data(), DType::kInt32, {n});
+    adj.zero_point = o.azp ? 1 : 23;
+    scaled_mm_azp_adjustment(adj);
+  }
+  if (o.azp) {
+    p.azp.resize(m);
+    for (std::int64_t i = 0; i < m; ++i) p.azp[i] = static_cast<std::int32_t>(mix(salt + 5 + i) % 256) - 128;
+  }
+  return p;
+}
+
+float decode(DType dtype, std::uint16_t bits) {
+  return dtype == DType::kBF16 ? bf16_to_float(bits) : fp16_to_float(bits);
+}
+
+// Runs scaled_mm on the device (NaN-poisoned output); returns the output bits.
+std::vector<std::uint16_t> run_gpu(const Problem& p, cudaStream_t stream = nullptr) {
+  DeviceBuffer a(p.a.size()), b(p.b.size()), sa(p.a_scales.size() * 4), sb(p.b_scales.size() * 4),
+      bias(p.bias.size() * 2), adj(p.azp_adj.size() * 4), azp(p.azp.size() * 4),
+      out(static_cast<std::size_t>(p.m * p.n) * 2);
+  a.upload(p.a);
+  b.upload(p.b);
+  sa.upload(p.a_scales);
+  sb.upload(p.b_scales);
+  bias.upload(p.bias);
+  adj.upload(p.azp_adj);
+  azp.upload(p.azp);
+  out.fill_byte(0xFF);  // NaN in bf16 and fp16
+  const std::int64_t ws_bytes = scaled_mm_workspace_bytes(p.m, p.n, p.k, p.o.ab, p.o.out);
+  DeviceBuffer ws(static_cast<std::size_t>(ws_bytes));
+  const Device cuda = Device::kCUDA;
+  ScaledMmArgs args;
+  args.a = TensorView::contiguous(a.data(), p.o.ab, {p.m, p.k}, cuda);
+  args.b = TensorView::contiguous(b.data(), p.o.ab, {p.n, p.k}, cuda);
+  args.a_scales = TensorView::contiguous(sa.data(), DType::kFP32, {static_cast<std::int64_t>(p.a_scales.size())}, cuda);
+  args.b_scales = TensorView::contiguous(sb.data(), DType::kFP32, {static_cast<std::int64_t>(p.b_scales.size())}, cuda);
+  if (p.o.bias) args.bias = TensorView::contiguous(bias.data(), p.o.out, {p.n}, cuda);
+  if (p.o.azp_adj) args.azp_adj = TensorView::contiguous(adj.data(), DType::kInt32, {p.n}, cuda);
+  if (p.o.azp) args.azp = TensorView::contiguous(azp.data(), DType::kInt32, {p.m}, cuda);
+  args.output = TensorView::contiguous(out.data(), p.o.out, {p.m, p.n}, cuda);
+  if (ws_bytes > 0) args.workspace = TensorView::contiguous(ws.data(), DType::kUInt8, {ws_bytes}, cuda);
+  scaled_mm(args, stream);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  return out.download<std::uint16_t>();
+}
+
+// The CPU reference of one row of the output.
+std::vector<std::uint16_t> reference_row(const Problem& p, std::int64_t row) {
+  std::vector<std::uint16_t> out(p.n);
+  Problem& q = const_cast<Problem&>(p);
+  ScaledMmArgs args;
+  args.a = TensorView::contiguous(q.a.data() + row * p.k, p.o.ab, {1, p.k});
+  args.b = TensorView::contiguous(q.b.data(), p.o.ab, {p.n, p.k});
+  args.a_scales = TensorView::contiguous(q.a_scales.data() + (p.o.per_token ? row : 0), DType::kFP32, {1});
+  args.b_scales = TensorView::contiguous(q.b_scales.data(), DType::kFP32, {static_cast<std::int64_t>(p.b_scales.size())});
+  if (p.o.bias) args.bias = TensorView::contiguous(q.bias.data(), p.o.out, {p.n});
+  if (p.o.azp_adj) args.azp_adj = TensorView::contiguous(q.azp_adj.data(), DType::kInt32, {p.n});
+  if (p.o.azp) args.azp = TensorView::contiguous(q.azp.data() + row, DType::kInt32, {1});
+  args.output = TensorView::contiguous(out.data(), p.o.out, {1, p.n});
+  scaled_mm(args);
+  return out;
+}
+
+// Rows compared with the reference: all up to 16, else the first, the last and 14 random ones
+// (every output element is still checked for NaN).
+std::vector<std::int64_t> rows_to_check(std::int64_t m, std::uint64_t salt) {
+  std::vector<std::int64_t> rows;
+  if (m <= 16) {
+    for (std::int64_t i = 0; i < m; ++i) rows.push_back(i);
+  } else {
+    rows = {0, m - 1};
+    for (int i = 0; i < 14; ++i) rows.push_back(static_cast<std::int64_t>(mix(salt + i) % m));
+  }
+  return rows;
+}
+
+// e4m3 code -> float, for the magnitude sums.
+const std::vector<double>& fp8_table() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(256);
+    for (int c = 0; c < 256; ++c) t[c] = fp8_e4m3_to_float(static_cast<std::uint8_t>(c));
+    return t;
+  }();
+  return table;
+}
+
+struct Accuracy {
+  double relative_frobenius = 0.0, max_sum_ratio = 0.0;
+  std::int64_t failures = 0, nans = 0, mismatches = 0;
+};
+
+Accuracy check(const Problem& p, const std::vector<std::uint16_t>& got, std::uint64_t salt) {
+  Accuracy acc;
+  for (std::uint16_t bits : got) acc.nans += std::isnan(decode(p.o.out, bits)) ? 1 : 0;
+  const auto rows = rows_to_check(p.m, salt);
+  const std::size_t count = rows.size();
+  std::vector<double> err2(count, 0.0), ref2(count, 0.0), ratio(count, 0.0);
+  std::vector<std::int64_t> fails(count, 0), mismatches(count, 0);
+  testing::parallel_for(static_cast<std::int64_t>(count), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const std::int64_t i = rows[r];
+      const std::vector<std::uint16_t> want = reference_row(p, i);
+      const double sa = p.a_scales[p.o.per_token ? i : 0];
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        const std::uint16_t g_bits = got[i * p.n + j];
+        const double g = decode(p.o.out, g_bits), y = decode(p.o.out, want[j]);
+        if (g != y) ++mismatches[r];
+        const double e = std::fabs(g - y);
+        err2[r] += e * e;
+        ref2[r] += y * y;
+        if (p.o.ab == DType::kInt8) {
+          if (!(g == y)) ++fails[r];
+          continue;
+        }
+        const std::vector<double>& decode_fp8 = fp8_table();
+        const std::uint8_t* a_row = &p.a[i * p.k];
+        const std::uint8_t* b_row = &p.b[j * p.k];
+        double magnitude = 0.0;
+        for (std::int64_t c = 0; c < p.k; ++c) {
+          magnitude += std::fabs(decode_fp8[a_row[c]] * decode_fp8[b_row[c]]);
+        }
+        magnitude *= sa * p.b_scales[p.o.per_channel ? j : 0];
+        const double beyond_rounding = std::max(0.0, e - kRelativeTolerance * std::fabs(y));
+        ratio[r] = std::max(ratio[r], beyond_rounding / std::max(magnitude, 1e-300));
+        if (!(e <= kRelativeTolerance * std::fabs(y) + kFp8SumTolerance * magnitude)) ++fails[r];
+      }
+    }
+  });
+  double e2 = 0.0, y2 = 0.0;
+  for (std::size_t r = 0; r < count; ++r) {
+    e2 += err2[r];
+    y2 += ref2[r];
+    acc.max_sum_ratio = std::max(acc.max_sum_ratio, ratio[r]);
+    acc.failures += fails[r];
+    acc.mismatches += mismatches[r];
+  }
+  acc.relative_frobenius = std::sqrt(e2 / std::max(y2, 1e-300));
+  return acc;
+}
+
+struct Shape {
+  std::int64_t n, k;
+};
+// Llama-3-8B: qkv/o (4096 x 4096), gate or up (14336 x 4096), down (4096 x 14336);
+// DeepSeek-V3 dense FFN (first 3 layers, intermediate 18432): gate or up, and down.
+const Shape kShapes[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {18432, 7168}, {7168, 18432}};
+const std::int64_t kTokens[] = {1, 7, 16, 64, 127, 128, 1000, 4096, 8192};
+
+void expect_ok(const Problem& p, const Accuracy& acc, const char* what) {
+  EXPECT_EQ(acc.nans, 0) << what << " M=" << p.m << " N=" << p.n << " K=" << p.k;
+  EXPECT_EQ(acc.failures, 0) << what << " M=" << p.m << " N=" << p.n << " K=" << p.k
+                             << " (max sum ratio " << acc.max_sum_ratio << ")";
+  EXPECT_LE(acc.relative_frobenius, kFp8FrobeniusTolerance) << what << " M=" << p.m << " N=" << p.n;
+}
+
+TEST(ScaledMmGpu, ModelShapesEveryTokenCount) {
+  std::uint64_t salt = 100;
+  std::printf("%-28s %5s %6s %6s %12s %12s %10s\n", "case", "M", "N", "K", "rel_frob",
+              "max_sum_ratio", "mismatch");
+  Options fp8;  // per-token x per-channel, bf16, no bias
+  Options int8;
+  int8.ab = DType::kInt8;
+  int8.out = DType::kFP16;
+  int8.bias = int8.azp_adj = int8.azp = true;
+  for (const Shape& s : kShapes) {
+    for (std::int64_t m : kTokens) {
+      for (const auto& [name, o] : {std::pair<const char*, Options>{"fp8 Scaled bf16", fp8},
+                                    {"int8 AzpPerToken+bias fp16", int8}}) {
+        const Problem p = make_problem(m, s.n, s.k, o, salt += 10);
+        const Accuracy acc = check(p, run_gpu(p), salt);
+        std::printf("%-28s %5lld %6lld %6lld %12.3e %12.3e %10lld\n", name,
+                    static_cast<long long>(m), static_cast<long long>(s.n),
+                    static_cast<long long>(s.k), acc.relative_frobenius, acc.max_sum_ratio,
+                    static_cast<long long>(acc.mismatches));
+        expect_ok(p, acc, name);
+      }
+    }
+  }
+}
+
+TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
+  // N and K off the tile grid (N % 8 == 0, K % 16 == 0); M off every tile.
+  std::uint64_t salt = 5000;
+  for (const char* config : {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"}) {
+    setenv("LOWBIT_SCALED_GEMM", config, 1);
+    for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
+      for (int epilogue = 0; epilogue < (ab == DType::kInt8 ? 4 : 2); ++epilogue) {
+        for (int granularity = 0; granularity < 4; ++granularity) {
+          for (DType out : {DType::kBF16, DType::kFP16}) {
+            Options o;
+            o.ab = ab;
+            o.out = out;
+            o.per_token = granularity & 1;
+            o.per_channel = granularity & 2;
+            o.bias = epilogue >= 1;
+            o.azp_adj = epilogue >= 2;
+            o.azp = epilogue == 3;
+            const Problem p = make_problem(77, 264, 1040, o, salt += 10);
+            const Accuracy acc = check(p, run_gpu(p), salt);
+            expect_ok(p, acc, config);
+            EXPECT_EQ(acc.failures, 0) << config << " " << dtype_name(ab) << " epilogue " << epilogue
+                                       << " granularity " << granularity << " " << dtype_name(out);
+          }
+        }
+      }
+    }
+  }
+  unsetenv("LOWBIT_SCALED_GEMM");
+}
+
+TEST(ScaledMmGpu, DeterministicAcrossRuns) {
+  for (std::int64_t m : {5, 300}) {  // stream-K decode tile, and the persistent one
+    const Problem p = make_problem(m, 4096, 14336, Options{}, 7000 + m);
+    EXPECT_EQ(run_gpu(p), run_gpu(p)) << "M=" << m;
+  }
+}
+
+TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
+  // Decode shape (stream-K workspace in use) captured once, replayed over new activations.
+  const std::int64_t m = 16, n = 4096, k = 14336;
+  Options o;
+  o.ab = DType::kInt8;
+  o.azp_adj = o.azp = true;
+  Problem p = make_problem(m, n, k, o, 8000);
+  DeviceBuffer a(p.a.size()), b(p.b.size()), sa(m * 4), sb(n * 4), adj(n * 4), azp(m * 4), out(m * n * 2);
+  b.upload(p.b);
+  sb.upload(p.b_scales);
+  adj.upload(p.azp_adj);
+  const std::int64_t ws_bytes = scaled_mm_workspace_bytes(m, n, k, DType::kInt8, DType::kBF16);
+  DeviceBuffer ws(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 1)));
+  const Device cuda = Device::kCUDA;
+  ScaledMmArgs args;
+  args.a = TensorView::contiguous(a.data(), DType::kInt8, {m, k}, cuda);
+  args.b = TensorView::contiguous(b.data(), DType::kInt8, {n, k}, cuda);
+  args.a_scales = TensorView::contiguous(sa.data(), DType::kFP32, {m}, cuda);
+  args.b_scales = TensorView::contiguous(sb.data(), DType::kFP32, {n}, cuda);
+  args.azp_adj = TensorView::contiguous(adj.data(), DType::kInt32, {n}, cuda);
+  args.azp = TensorView::contiguous(azp.data(), DType::kInt32, {m}, cuda);
+  args.output = TensorView::contiguous(out.data(), DType::kBF16, {m, n}, cuda);
+  if (ws_bytes > 0) args.workspace = TensorView::contiguous(ws.data(), DType::kUInt8, {ws_bytes}, cuda);
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  LOWBIT_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  scaled_mm(args, stream);
+  LOWBIT_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  LOWBIT_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    p.a = random_codes(DType::kInt8, m, k, 8100 + replay);
+    p.a_scales = random_scales(m, 8200 + replay);
+    for (std::int64_t i = 0; i < m; ++i) p.azp[i] = static_cast<std::int32_t>(mix(8300 + replay * 64 + i) % 256) - 128;
+    a.upload(p.a);
+    sa.upload(p.a_scales);
+    azp.upload(p.azp);
+    out.fill_byte(0xFF);
+    LOWBIT_TEST_CUDA(cudaGraphLaunch(exec, stream));
+    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+    const Accuracy acc = check(p, out.download<std::uint16_t>(), 8400);
+    EXPECT_EQ(acc.nans, 0);
+    EXPECT_EQ(acc.failures, 0) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(ScaledMmGpu, AzpAdjustmentMatchesCpu) {
+  const std::int64_t n = 14336, k = 4096;
+  Bytes b = random_codes(DType::kInt8, n, k, 9000);
+  DeviceBuffer db(b.size()), dout(n * 4);
+  db.upload(b);
+  dout.fill_byte(0xAB);
+  std::vector<std::int32_t> want(n);
+  for (std::int32_t z : {1, -77}) {
+    ScaledMmAzpAdjustmentArgs args;
+    args.b = TensorView::contiguous(b.data(), DType::kInt8, {n, k});
+    args.output = TensorView::contiguous(want.data(), DType::kInt32, {n});
+    args.zero_point = z;
+    scaled_mm_azp_adjustment(args);
+    args.b = TensorView::contiguous(db.data(), DType::kInt8, {n, k}, Device::kCUDA);
+    args.output = TensorView::contiguous(dout.data(), DType::kInt32, {n}, Device::kCUDA);
+    scaled_mm_azp_adjustment(args);
+    LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
+    EXPECT_EQ(dout.download<std::int32_t>(), want) << "zero_point " << z;
+  }
+}
+
+}  // namespace
+}  // namespace lowbit
