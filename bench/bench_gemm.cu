@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -81,8 +82,23 @@ __global__ void dequantize_int32_kernel(const int4* __restrict__ acc, const floa
   }
 }
 
-double median_us(const std::function<void(int)>& launch, int sets, int samples) {
-  return time_launches(launch, sets, samples).median_ms * 1e3;
+// Times every launch in `rounds` interleaved rounds and returns each one's median over the
+// rounds' medians (us): neighbouring variants see the same clocks and temperature, so a few
+// percent between them is not the GPU warming up between one measurement and the next.
+std::vector<double> interleaved_median_us(const std::vector<std::function<void(int)>>& launches,
+                                          int sets, int samples, int rounds) {
+  std::vector<std::vector<double>> per_round(launches.size());
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+      per_round[i].push_back(time_launches(launches[i], sets, samples).median_ms * 1e3);
+    }
+  }
+  std::vector<double> medians;
+  for (auto& times : per_round) {
+    std::sort(times.begin(), times.end());
+    medians.push_back(times[times.size() / 2]);
+  }
+  return medians;
 }
 
 void fill_bytes(void* data, std::int64_t count, std::uint64_t seed, std::uint8_t mask) {
@@ -93,7 +109,8 @@ void fill_bytes(void* data, std::int64_t count, std::uint64_t seed, std::uint8_t
 
 nlohmann::json run_gemm_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
-  const int samples = options.quick ? 5 : 20;
+  const int samples = options.quick ? 5 : 10;
+  const int kRounds = options.quick ? 1 : 3;
   const double copy_gbps = measure_copy_gbps(samples);
   std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
               static_cast<long long>(device.l2_bytes >> 20));
@@ -159,42 +176,60 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
         args.workspace = TensorView::contiguous(workspace.get(), DType::kUInt8, {std::max<std::int64_t>(ws_bytes, 256)}, cuda);
         scaled_mm(args);
       };
-      auto time_ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue) {
-        return median_us([&](int set) { run_ours(set, int8, per_token, epilogue); }, sets, samples);
+      // Every variant of this shape, timed in interleaved rounds.
+      std::vector<std::function<void(int)>> launches;
+      auto ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue, const char* config) {
+        launches.push_back([&, int8, per_token, epilogue, config](int set) {
+          if (config != nullptr) setenv("LOWBIT_SCALED_GEMM", config, 1);
+          run_ours(set, int8, per_token, epilogue);
+          if (config != nullptr) unsetenv("LOWBIT_SCALED_GEMM");
+        });
+        return launches.size() - 1;
       };
-      const double fp8_us = time_ours(false, false, ScaledMmEpilogue::kScaled);
-      const double fp8_token_channel_us = time_ours(false, true, ScaledMmEpilogue::kScaled);
-      const double int8_us = time_ours(true, true, ScaledMmEpilogue::kScaled);
-      const double int8_azp_us = time_ours(true, true, ScaledMmEpilogue::kScaledAzp);
-      const double int8_azp_token_us = time_ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken);
-      nlohmann::json per_config = nlohmann::json::object();
-      for (const char* config : {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"}) {
-        setenv("LOWBIT_SCALED_GEMM", config, 1);
-        per_config[config] = time_ours(false, false, ScaledMmEpilogue::kScaled);
-        unsetenv("LOWBIT_SCALED_GEMM");
-      }
+      const std::size_t fp8_at = ours(false, false, ScaledMmEpilogue::kScaled, nullptr);
+      const std::size_t fp8_token_channel_at = ours(false, true, ScaledMmEpilogue::kScaled, nullptr);
+      const std::size_t int8_at = ours(true, true, ScaledMmEpilogue::kScaled, nullptr);
+      const std::size_t int8_azp_at = ours(true, true, ScaledMmEpilogue::kScaledAzp, nullptr);
+      const std::size_t int8_azp_token_at = ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken, nullptr);
+      const char* const configs[] = {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"};
+      std::vector<std::size_t> config_at;
+      for (const char* config : configs) config_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config));
 
       const auto* one = static_cast<const float*>(scalar.get());
-      double lt_us = -1, lt_fast_us = -1, lt_int8_us = -1;
+      std::unique_ptr<CublasLtFp8Gemm> lt, lt_fast;
+      std::unique_ptr<CublasLtInt8Gemm> lt8;
+      std::size_t lt_at = 0, lt_fast_at = 0, lt8_at = 0;
       try {
-        const CublasLtFp8Gemm lt(m, n, k, false, true, one, one, false);
-        lt_us = median_us([&](int set) { lt.run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); }, sets, samples);
-        const CublasLtFp8Gemm fast(m, n, k, false, true, one, one, true);
-        lt_fast_us = median_us([&](int set) { fast.run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); }, sets, samples);
+        lt = std::make_unique<CublasLtFp8Gemm>(m, n, k, false, true, one, one, false);
+        lt_fast = std::make_unique<CublasLtFp8Gemm>(m, n, k, false, true, one, one, true);
+        launches.push_back([&](int set) { lt->run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); });
+        lt_at = launches.size() - 1;
+        launches.push_back([&](int set) { lt_fast->run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); });
+        lt_fast_at = launches.size() - 1;
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt FP8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
       }
       try {
-        const CublasLtInt8Gemm lt8(m, n, k);
-        lt_int8_us = median_us([&](int set) {
-          lt8.run(int8_weights[set]->get(), xi.get(), acc.get());
+        lt8 = std::make_unique<CublasLtInt8Gemm>(m, n, k);
+        launches.push_back([&](int set) {
+          lt8->run(int8_weights[set]->get(), xi.get(), acc.get());
           dequantize_int32_kernel<<<4 * device.sm_count, 256>>>(
               static_cast<const int4*>(acc.get()), static_cast<const float*>(a_scales.get()),
               static_cast<const float*>(b_scales.get()), m, n, static_cast<__nv_bfloat162*>(y.get()));
-        }, sets, samples);
+        });
+        lt8_at = launches.size() - 1;
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
       }
+      const std::vector<double> us = interleaved_median_us(launches, sets, samples, kRounds);
+      const double fp8_us = us[fp8_at], fp8_token_channel_us = us[fp8_token_channel_at];
+      const double int8_us = us[int8_at], int8_azp_us = us[int8_azp_at];
+      const double int8_azp_token_us = us[int8_azp_token_at];
+      const double lt_us = lt ? us[lt_at] : -1, lt_fast_us = lt ? us[lt_fast_at] : -1;
+      const double lt_int8_us = lt8 ? us[lt8_at] : -1;
+      nlohmann::json per_config = nlohmann::json::object();
+      for (std::size_t c = 0; c < config_at.size(); ++c) per_config[configs[c]] = us[config_at[c]];
+
       const double flops = 2.0 * m * n * k;
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
       auto ratio = [](double base, double ours) { return base > 0 ? base / ours : 0.0; };

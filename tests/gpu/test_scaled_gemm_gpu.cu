@@ -19,6 +19,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/device_buffer.cuh"
@@ -43,10 +46,21 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// body(begin, end) over [0, count) split across every hardware thread.
+void for_chunks(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body) {
+  const std::int64_t workers =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(std::thread::hardware_concurrency(), count));
+  std::vector<std::thread> threads;
+  for (std::int64_t w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] { body(count * w / workers, count * (w + 1) / workers); });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
 // int8: uniform codes; fp8: roughly normal values over e4m3's range (never NaN).
 Bytes random_codes(DType ab, std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
   Bytes codes(static_cast<std::size_t>(rows * cols));
-  testing::parallel_for(rows, [&](std::int64_t begin, std::int64_t end) {
+  for_chunks(rows, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
         const std::uint64_t h = mix(testing::test_seed() ^ (salt << 40) ^ (r * cols + c));
@@ -148,22 +162,27 @@ std::vector<std::uint16_t> run_gpu(const Problem& p, cudaStream_t stream = nullp
   return out.download<std::uint16_t>();
 }
 
-// The CPU reference of one row of the output.
-std::vector<std::uint16_t> reference_row(const Problem& p, std::int64_t row) {
-  std::vector<std::uint16_t> out(p.n);
+// The CPU reference of output[row, j0:j1] (a slice of the weight rows and channel vectors).
+std::vector<std::uint16_t> reference_slice(const Problem& p, std::int64_t row, std::int64_t j0,
+                                           std::int64_t j1) {
+  const std::int64_t cols = j1 - j0;
+  std::vector<std::uint16_t> out(cols);
   Problem& q = const_cast<Problem&>(p);
   ScaledMmArgs args;
   args.a = TensorView::contiguous(q.a.data() + row * p.k, p.o.ab, {1, p.k});
-  args.b = TensorView::contiguous(q.b.data(), p.o.ab, {p.n, p.k});
+  args.b = TensorView::contiguous(q.b.data() + j0 * p.k, p.o.ab, {cols, p.k});
   args.a_scales = TensorView::contiguous(q.a_scales.data() + (p.o.per_token ? row : 0), DType::kFP32, {1});
-  args.b_scales = TensorView::contiguous(q.b_scales.data(), DType::kFP32, {static_cast<std::int64_t>(p.b_scales.size())});
-  if (p.o.bias) args.bias = TensorView::contiguous(q.bias.data(), p.o.out, {p.n});
-  if (p.o.azp_adj) args.azp_adj = TensorView::contiguous(q.azp_adj.data(), DType::kInt32, {p.n});
+  args.b_scales = p.o.per_channel
+                      ? TensorView::contiguous(q.b_scales.data() + j0, DType::kFP32, {cols})
+                      : TensorView::contiguous(q.b_scales.data(), DType::kFP32, {1});
+  if (p.o.bias) args.bias = TensorView::contiguous(q.bias.data() + j0, p.o.out, {cols});
+  if (p.o.azp_adj) args.azp_adj = TensorView::contiguous(q.azp_adj.data() + j0, DType::kInt32, {cols});
   if (p.o.azp) args.azp = TensorView::contiguous(q.azp.data() + row, DType::kInt32, {1});
-  args.output = TensorView::contiguous(out.data(), p.o.out, {1, p.n});
+  args.output = TensorView::contiguous(out.data(), p.o.out, {1, cols});
   scaled_mm(args);
   return out;
 }
+
 
 // Rows compared with the reference: all up to 16, else the first, the last and 14 random ones
 // (every output element is still checked for NaN).
@@ -196,27 +215,25 @@ struct Accuracy {
 Accuracy check(const Problem& p, const std::vector<std::uint16_t>& got, std::uint64_t salt) {
   Accuracy acc;
   for (std::uint16_t bits : got) acc.nans += std::isnan(decode(p.o.out, bits)) ? 1 : 0;
-  const auto rows = rows_to_check(p.m, salt);
-  const std::size_t count = rows.size();
-  std::vector<double> err2(count, 0.0), ref2(count, 0.0), ratio(count, 0.0);
-  std::vector<std::int64_t> fails(count, 0), mismatches(count, 0);
-  testing::parallel_for(static_cast<std::int64_t>(count), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const std::int64_t i = rows[r];
-      const std::vector<std::uint16_t> want = reference_row(p, i);
-      const double sa = p.a_scales[p.o.per_token ? i : 0];
-      for (std::int64_t j = 0; j < p.n; ++j) {
-        const std::uint16_t g_bits = got[i * p.n + j];
-        const double g = decode(p.o.out, g_bits), y = decode(p.o.out, want[j]);
-        if (g != y) ++mismatches[r];
+  const std::vector<double>& decode_fp8 = fp8_table();
+  double e2 = 0.0, y2 = 0.0;
+  std::mutex mutex;
+  for (const std::int64_t i : rows_to_check(p.m, salt)) {
+    const double sa = p.a_scales[p.o.per_token ? i : 0];
+    for_chunks(p.n, [&](std::int64_t j0, std::int64_t j1) {
+      const std::vector<std::uint16_t> want = reference_slice(p, i, j0, j1);
+      double err2 = 0.0, ref2 = 0.0, ratio = 0.0;
+      std::int64_t fails = 0, mismatches = 0;
+      for (std::int64_t j = j0; j < j1; ++j) {
+        const double g = decode(p.o.out, got[i * p.n + j]), y = decode(p.o.out, want[j - j0]);
+        if (g != y) ++mismatches;
         const double e = std::fabs(g - y);
-        err2[r] += e * e;
-        ref2[r] += y * y;
+        err2 += e * e;
+        ref2 += y * y;
         if (p.o.ab == DType::kInt8) {
-          if (!(g == y)) ++fails[r];
+          if (!(g == y)) ++fails;
           continue;
         }
-        const std::vector<double>& decode_fp8 = fp8_table();
         const std::uint8_t* a_row = &p.a[i * p.k];
         const std::uint8_t* b_row = &p.b[j * p.k];
         double magnitude = 0.0;
@@ -225,18 +242,16 @@ Accuracy check(const Problem& p, const std::vector<std::uint16_t>& got, std::uin
         }
         magnitude *= sa * p.b_scales[p.o.per_channel ? j : 0];
         const double beyond_rounding = std::max(0.0, e - kRelativeTolerance * std::fabs(y));
-        ratio[r] = std::max(ratio[r], beyond_rounding / std::max(magnitude, 1e-300));
-        if (!(e <= kRelativeTolerance * std::fabs(y) + kFp8SumTolerance * magnitude)) ++fails[r];
+        ratio = std::max(ratio, beyond_rounding / std::max(magnitude, 1e-300));
+        if (!(e <= kRelativeTolerance * std::fabs(y) + kFp8SumTolerance * magnitude)) ++fails;
       }
-    }
-  });
-  double e2 = 0.0, y2 = 0.0;
-  for (std::size_t r = 0; r < count; ++r) {
-    e2 += err2[r];
-    y2 += ref2[r];
-    acc.max_sum_ratio = std::max(acc.max_sum_ratio, ratio[r]);
-    acc.failures += fails[r];
-    acc.mismatches += mismatches[r];
+      const std::lock_guard<std::mutex> lock(mutex);
+      e2 += err2;
+      y2 += ref2;
+      acc.max_sum_ratio = std::max(acc.max_sum_ratio, ratio);
+      acc.failures += fails;
+      acc.mismatches += mismatches;
+    });
   }
   acc.relative_frobenius = std::sqrt(e2 / std::max(y2, 1e-300));
   return acc;
