@@ -7,8 +7,10 @@
 // reference's float32 epilogue in the kernel's order). fp8 uses the tensor cores' fast
 // accumulation (as vLLM's CUTLASS kernels and cuBLASLt's FAST_ACCUM mode), which keeps fewer
 // bits than fp32 over the whole K, so
-//   |gpu - ref| <= 2^-8 |ref| + 2^-9 * s_a s_b * sum_k |a_k b_k|, relative Frobenius <= 2^-7.
-// 2^-8 |ref| is two bf16/fp16 roundings. On an H200 at K = 4096 the accumulation measured a
+//   |gpu - ref| <= 2^-7 |ref| + 2^-9 * s_a s_b * sum_k |a_k b_k|, relative Frobenius <= 2^-7.
+// 2^-7 |ref| is one bf16 ulp at the bottom of a binade: a sum that differs from the exact one by
+// a hair can round to the neighbouring output value (a bias far larger than the product makes
+// this visible, since it keeps |ref| large while the sum term stays small). On an H200 at K = 4096 the accumulation measured a
 // relative Frobenius error of 2.4e-3 (bf16 rounding alone gives ~1.1e-3) and at most 4.2e-4 of
 // the sum term; both grow about as sqrt(K), so the bounds leave room up to K = 18432. A misread
 // operand tile, scale or bias moves the relative Frobenius error by far more than 2^-7.
@@ -35,7 +37,7 @@ namespace {
 using testing::DeviceBuffer;
 using Bytes = std::vector<std::uint8_t>;
 
-constexpr double kRelativeTolerance = 1.0 / 256;
+constexpr double kRelativeTolerance = 1.0 / 128;
 constexpr double kFp8SumTolerance = 1.0 / 512;
 constexpr double kFp8FrobeniusTolerance = 1.0 / 128;
 
