@@ -149,7 +149,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       check(cudaGetLastError(), "fill");
       std::int64_t ws_bytes = 0;
       for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
-        for (const char* config : {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"}) {
+        for (const char* config : {"large128x128", "medium64x128", "decode_swap_ab"}) {
           setenv("LOWBIT_SCALED_GEMM", config, 1);
           ws_bytes = std::max(ws_bytes, scaled_mm_workspace_bytes(m, n, k, ab, DType::kBF16));
           unsetenv("LOWBIT_SCALED_GEMM");
@@ -191,7 +191,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const std::size_t int8_at = ours(true, true, ScaledMmEpilogue::kScaled, nullptr);
       const std::size_t int8_azp_at = ours(true, true, ScaledMmEpilogue::kScaledAzp, nullptr);
       const std::size_t int8_azp_token_at = ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken, nullptr);
-      const char* const configs[] = {"large128x128", "large128x256", "medium64x128", "decode_swap_ab"};
+      const char* const configs[] = {"large128x128", "medium64x128", "decode_swap_ab"};
       std::vector<std::size_t> config_at;
       for (const char* config : configs) config_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config));
 

@@ -11,13 +11,11 @@ namespace lowbit::cuda {
 
 enum class ScaledGemmTile : std::uint8_t {
   kLarge128x128,   // 128 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
-  kLarge128x256,   // 128 tokens x 256 channels, cooperative (2 warpgroups), cluster 2x1
   kMedium64x128,   // 64 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
 };
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
-    ScaledGemmTile::kLarge128x128, ScaledGemmTile::kLarge128x256, ScaledGemmTile::kMedium64x128,
-    ScaledGemmTile::kDecodeSwapAB};
+    ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kDecodeSwapAB};
 
 struct ScaledGemmConfig {
   ScaledGemmTile tile = ScaledGemmTile::kLarge128x128;

@@ -14,7 +14,6 @@ template <DType kIn, DType kOut>
 const scaled_gemm::GemmEntry& entry_for_types(ScaledGemmTile tile) {
   using scaled_gemm::entry;
   switch (tile) {
-    case ScaledGemmTile::kLarge128x256: return entry<ScaledGemmTile::kLarge128x256, kIn, kOut>();
     case ScaledGemmTile::kMedium64x128: return entry<ScaledGemmTile::kMedium64x128, kIn, kOut>();
     case ScaledGemmTile::kDecodeSwapAB: return entry<ScaledGemmTile::kDecodeSwapAB, kIn, kOut>();
     case ScaledGemmTile::kLarge128x128: break;

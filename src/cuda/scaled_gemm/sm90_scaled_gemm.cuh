@@ -53,14 +53,6 @@ struct TileTraits<ScaledGemmTile::kLarge128x128> {
 };
 
 template <>
-struct TileTraits<ScaledGemmTile::kLarge128x256> {
-  static constexpr bool kSwapAB = false;
-  static constexpr bool kPingpong = false;  // two consumer warpgroups of 64 x 256 on one tile
-  using TileShape = Shape<_128, _256, _128>;
-  using ClusterShape = Shape<_2, _1, _1>;
-};
-
-template <>
 struct TileTraits<ScaledGemmTile::kMedium64x128> {
   static constexpr bool kSwapAB = false;
   static constexpr bool kPingpong = true;
