@@ -67,6 +67,24 @@ void ArgCheck::aligned(const char* name, const TensorView& t, std::size_t bytes)
        std::string("an address ending in ") + low_bits);
 }
 
+void ArgCheck::tma_rows(const char* name, const TensorView& t) const {
+  aligned(name, t, 16);
+  if (t.shape[0] > 1 && (t.strides[0] * static_cast<std::int64_t>(dtype_size(t.dtype))) % 16 != 0) {
+    fail(name, "row stride a multiple of 16 bytes (TMA)", t.describe());
+  }
+}
+
+void ArgCheck::workspace(const char* name, const TensorView& t, std::size_t needed,
+                         const char* size_query) const {
+  if (needed == 0) return;
+  const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype);
+  if (t.data == nullptr || t.device != Device::kCUDA || bytes < needed) {
+    fail(name, "a CUDA buffer of at least " + std::to_string(needed) + " bytes (" + size_query + ")",
+         t.data == nullptr ? "none" : t.describe());
+  }
+  aligned(name, t, 256);
+}
+
 void ArgCheck::vector(const char* name, const TensorView& t, DType dtype, std::int64_t length,
                       const char* ref_name, const TensorView& ref) const {
   dtype_in(name, t, {dtype});

@@ -31,6 +31,12 @@ class ArgCheck {
   // Rank 2, unit column stride, row stride >= columns (rows may be padded).
   void row_major_rows(const char* name, const TensorView& t) const;
   void aligned(const char* name, const TensorView& t, std::size_t bytes) const;
+  // Rows a TMA descriptor can read: 16-byte aligned base and a row stride of 16-byte multiples.
+  void tma_rows(const char* name, const TensorView& t) const;
+  // A CUDA buffer of at least `needed` bytes, 256-byte aligned (nothing checked when needed is 0);
+  // `size_query` names the function that tells callers the size.
+  void workspace(const char* name, const TensorView& t, std::size_t needed,
+                 const char* size_query) const;
   // A contiguous [length] (or [length, 1]) tensor of `dtype` on the device of `ref`.
   void vector(const char* name, const TensorView& t, DType dtype, std::int64_t length,
               const char* ref_name, const TensorView& ref) const;

@@ -138,13 +138,9 @@ MmShape check_block_fp8_mm(const detail::ArgCheck& check, const BlockFp8MmArgs& 
     check.not_null("a_scales", args.a_scales);
     // NOTE: TMA needs 16-byte aligned bases and row strides.
     if (k % 16 != 0) check.fail("a", "K a multiple of 16 (16-byte TMA rows)", args.a.describe());
-    for (const auto& [name, t] : {std::pair<const char*, const TensorView&>{"a", args.a},
-                                  {"b", args.b}, {"output", args.output}}) {
-      check.aligned(name, t, 16);
-      if (t.shape[0] > 1 && (t.strides[0] * dtype_size(t.dtype)) % 16 != 0) {
-        check.fail(name, "row stride a multiple of 16 bytes (TMA)", t.describe());
-      }
-    }
+    check.tma_rows("a", args.a);
+    check.tma_rows("b", args.b);
+    check.tma_rows("output", args.output);
     const int per_16_bytes = args.output.dtype == DType::kBF16 ? 8 : 4;
     if (n % per_16_bytes != 0) {
       check.fail("output", "N a multiple of " + std::to_string(per_16_bytes) +
@@ -222,17 +218,7 @@ void block_fp8_mm(const BlockFp8MmArgs& args, cudaStream_t stream) {
   const cuda::BlockFp8GemmProblem problem = problem_of(args, shape);
   const cuda::BlockFp8GemmConfig config = config_of(problem, args.a_scale_layout);
   const std::size_t needed = cuda::block_fp8_gemm_workspace_bytes(problem, config);
-  if (needed > 0) {
-    const std::size_t given = static_cast<std::size_t>(args.workspace.numel()) *
-                              dtype_size(args.workspace.dtype);
-    if (args.workspace.data == nullptr || args.workspace.device != Device::kCUDA || given < needed) {
-      check.fail("workspace",
-                 "a CUDA buffer of at least " + std::to_string(needed) +
-                     " bytes (block_fp8_mm_workspace_bytes)",
-                 args.workspace.data == nullptr ? "none" : args.workspace.describe());
-    }
-    check.aligned("workspace", args.workspace, 256);
-  }
+  check.workspace("workspace", args.workspace, needed, "block_fp8_mm_workspace_bytes");
   cuda::launch_block_fp8_gemm(problem, config, args.workspace.data, needed, stream);
 #else
   (void)stream;

@@ -119,13 +119,9 @@ MmShape check_scaled_mm(const detail::ArgCheck& check, const ScaledMmArgs& args)
     // NOTE: TMA needs 16-byte aligned bases and row strides.
     if (k % 16 != 0) check.fail("a", "K a multiple of 16 (16-byte TMA rows)", args.a.describe());
     if (n % 8 != 0) check.fail("output", "N a multiple of 8 (16-byte TMA rows)", args.output.describe());
-    for (const auto& [name, t] : {std::pair<const char*, const TensorView&>{"a", args.a},
-                                  {"b", args.b}, {"output", args.output}}) {
-      check.aligned(name, t, 16);
-      if (t.shape[0] > 1 && (t.strides[0] * dtype_size(t.dtype)) % 16 != 0) {
-        check.fail(name, "row stride a multiple of 16 bytes (TMA)", t.describe());
-      }
-    }
+    check.tma_rows("a", args.a);
+    check.tma_rows("b", args.b);
+    check.tma_rows("output", args.output);
     // NOTE: the epilogue may load vectors in 16-byte pieces.
     for (const auto& [name, t] : {std::pair<const char*, const TensorView&>{"a_scales", args.a_scales},
                                   {"b_scales", args.b_scales}, {"bias", args.bias},
@@ -212,17 +208,7 @@ void scaled_mm(const ScaledMmArgs& args, cudaStream_t stream) {
   const cuda::ScaledGemmConfig config =
       cuda::choose_scaled_gemm_config(shape.m, shape.n, shape.k, problem.ab_dtype);
   const std::size_t needed = cuda::scaled_gemm_workspace_bytes(problem, config);
-  if (needed > 0) {
-    const std::size_t bytes = static_cast<std::size_t>(args.workspace.numel()) *
-                              dtype_size(args.workspace.dtype);
-    if (args.workspace.data == nullptr || args.workspace.device != Device::kCUDA || bytes < needed) {
-      check.fail("workspace",
-                 "a CUDA buffer of at least " + std::to_string(needed) +
-                     " bytes (scaled_mm_workspace_bytes)",
-                 args.workspace.data == nullptr ? "none" : args.workspace.describe());
-    }
-    check.aligned("workspace", args.workspace, 256);
-  }
+  check.workspace("workspace", args.workspace, needed, "scaled_mm_workspace_bytes");
   cuda::launch_scaled_gemm(problem, config, args.workspace.data, needed, stream);
 #else
   (void)stream;
