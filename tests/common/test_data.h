@@ -30,9 +30,12 @@ inline std::uint64_t test_seed() {
   return seed;
 }
 
-inline void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body) {
+// body(begin, end) over [0, count) on up to every hardware thread, each given at least
+// `min_per_worker` items (cheap items: 4096; expensive ones, such as reference rows: 1).
+inline void parallel_for(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body,
+                         std::int64_t min_per_worker = 4096) {
   const std::int64_t workers = std::max<std::int64_t>(1, std::min<std::int64_t>(
-      std::thread::hardware_concurrency(), (count + 4095) / 4096));
+      std::thread::hardware_concurrency(), (count + min_per_worker - 1) / min_per_worker));
   std::vector<std::thread> threads;
   for (std::int64_t w = 0; w < workers; ++w) {
     const std::int64_t begin = count * w / workers;
@@ -79,6 +82,22 @@ inline std::vector<std::uint8_t> random_activations(DType dtype, std::int64_t ro
     }
   });
   return bytes;
+}
+
+// SplitMix64's finalizer: a well-mixed 64-bit hash of x (per-element random data by index).
+inline std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The e4m3 code of a roughly normal value: the sum of 4 uniforms from the hash's 16-bit pieces,
+// times 120 to spread over e4m3's range (saturating, so never NaN).
+inline std::uint8_t normal_fp8_code(std::uint64_t hash) {
+  float v = 0.0f;
+  for (int i = 0; i < 4; ++i) v += static_cast<float>((hash >> (16 * i)) & 0xFFFF) / 65536.0f;
+  return float_to_fp8_e4m3((v - 2.0f) * 120.0f, Saturation::kFinite);
 }
 
 }  // namespace lowbit::testing

@@ -24,6 +24,7 @@ namespace lowbit {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::mix;
 using Bytes = std::vector<std::uint8_t>;
 
 // Tolerance (docs/block_gemm.md): |gpu - y| <= 2^-8 |y| + 2^-12 * sum_k |a_k b_k| against the
@@ -46,13 +47,6 @@ const Shape kShapes[] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384
                          {4096, 7168}, {7168, 2048},  {576, 7168}};
 const std::int64_t kTokens[] = {1, 2, 16, 64, 128, 129, 1000, 4096, 8192};
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // fp8 codes of roughly normal values with a per-row spread (what a quantizer leaves behind).
 Bytes random_codes(std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
   Bytes codes(static_cast<std::size_t>(rows * cols));
@@ -60,10 +54,7 @@ Bytes random_codes(std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
         const std::uint64_t h = mix(testing::test_seed() ^ (salt << 40) ^ (r * cols + c));
-        // Sum of 4 uniforms ~ normal; times 120 spreads over e4m3's range.
-        float v = 0.0f;
-        for (int i = 0; i < 4; ++i) v += static_cast<float>((h >> (16 * i)) & 0xFFFF) / 65536.0f;
-        codes[r * cols + c] = float_to_fp8_e4m3((v - 2.0f) * 120.0f, Saturation::kFinite);
+        codes[r * cols + c] = testing::normal_fp8_code(h);
       }
     }
   });

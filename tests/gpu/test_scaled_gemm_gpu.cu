@@ -21,9 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "common/device_buffer.cuh"
@@ -35,34 +33,17 @@ namespace lowbit {
 namespace {
 
 using testing::DeviceBuffer;
+using testing::mix;
 using Bytes = std::vector<std::uint8_t>;
 
 constexpr double kRelativeTolerance = 1.0 / 128;
 constexpr double kFp8SumTolerance = 1.0 / 512;
 constexpr double kFp8FrobeniusTolerance = 1.0 / 128;
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// body(begin, end) over [0, count) split across every hardware thread.
-void for_chunks(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& body) {
-  const std::int64_t workers =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(std::thread::hardware_concurrency(), count));
-  std::vector<std::thread> threads;
-  for (std::int64_t w = 0; w < workers; ++w) {
-    threads.emplace_back([&, w] { body(count * w / workers, count * (w + 1) / workers); });
-  }
-  for (auto& thread : threads) thread.join();
-}
-
 // int8: uniform codes; fp8: roughly normal values over e4m3's range (never NaN).
 Bytes random_codes(DType ab, std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
   Bytes codes(static_cast<std::size_t>(rows * cols));
-  for_chunks(rows, [&](std::int64_t begin, std::int64_t end) {
+  testing::parallel_for(rows, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t c = 0; c < cols; ++c) {
         const std::uint64_t h = mix(testing::test_seed() ^ (salt << 40) ^ (r * cols + c));
@@ -70,12 +51,10 @@ Bytes random_codes(DType ab, std::int64_t rows, std::int64_t cols, std::uint64_t
           codes[r * cols + c] = static_cast<std::uint8_t>(h);
           continue;
         }
-        float v = 0.0f;
-        for (int i = 0; i < 4; ++i) v += static_cast<float>((h >> (16 * i)) & 0xFFFF) / 65536.0f;
-        codes[r * cols + c] = float_to_fp8_e4m3((v - 2.0f) * 120.0f, Saturation::kFinite);
+        codes[r * cols + c] = testing::normal_fp8_code(h);
       }
     }
-  });
+  }, /*min_per_worker=*/1);
   return codes;
 }
 
@@ -222,7 +201,7 @@ Accuracy check(const Problem& p, const std::vector<std::uint16_t>& got, std::uin
   std::mutex mutex;
   for (const std::int64_t i : rows_to_check(p.m, salt)) {
     const double sa = p.a_scales[p.o.per_token ? i : 0];
-    for_chunks(p.n, [&](std::int64_t j0, std::int64_t j1) {
+    testing::parallel_for(p.n, [&](std::int64_t j0, std::int64_t j1) {
       const std::vector<std::uint16_t> want = reference_slice(p, i, j0, j1);
       double err2 = 0.0, ref2 = 0.0, ratio = 0.0;
       std::int64_t fails = 0, mismatches = 0;
@@ -253,7 +232,7 @@ Accuracy check(const Problem& p, const std::vector<std::uint16_t>& got, std::uin
       acc.max_sum_ratio = std::max(acc.max_sum_ratio, ratio);
       acc.failures += fails;
       acc.mismatches += mismatches;
-    });
+    }, /*min_per_worker=*/64);
   }
   acc.relative_frobenius = std::sqrt(e2 / std::max(y2, 1e-300));
   return acc;
