@@ -39,24 +39,6 @@ constexpr GemmShape kShapes[] = {{"q_a+kv_a 2112x7168", 2112, 7168}, {"q_b 24576
                                  {"down 7168x2048", 7168, 2048},     {"kv_a 576x7168", 576, 7168},
                                  {"o_proj 7168x16384", 7168, 16384}};
 
-__global__ void fill_fp8_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    data[i] = static_cast<std::uint8_t>(h & 0xF7);  // finite e4m3 codes (|v| <= 240), both signs
-  }
-}
-
-__global__ void fill_float_kernel(float* data, std::int64_t count, float value) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    data[i] = value * (1.0f + static_cast<float>(i % 7) / 8.0f);
-  }
-}
-
 // Floats of a scale buffer for rows x cols scales, with both dims padded to multiples of 128.
 std::int64_t padded_scale_count(std::int64_t rows, std::int64_t cols) {
   return ((rows + 127) / 128 * 128) * ((cols + 127) / 128 * 128);
@@ -95,17 +77,17 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
     std::vector<std::unique_ptr<DeviceMemory>> weights, weight_scales;
     for (int i = 0; i < sets; ++i) {
       weights.push_back(std::make_unique<DeviceMemory>(n * k));
-      fill_fp8_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(weights.back()->get()), n * k, 11 + i);
+      fill_random_bytes(weights.back()->get(), n * k, 11 + i, 0xF7);
       // Scale buffers padded far beyond [NB, KB]: cuBLASLt's block layouts pad their dims.
       weight_scales.push_back(std::make_unique<DeviceMemory>(padded_scale_count(nb, kb) * 4));
-      fill_float_kernel<<<64, 256>>>(static_cast<float*>(weight_scales.back()->get()), padded_scale_count(nb, kb), 1.0f / 256);
+      fill_scales(static_cast<float*>(weight_scales.back()->get()), padded_scale_count(nb, kb), 1.0f / 256);
     }
     for (std::int64_t m : token_counts) {
       const std::int64_t m_aligned = (m + 3) / 4 * 4;
       DeviceMemory x(m * k), x_scales(padded_scale_count(m, kb) * 4), y(m * n * 2), scalar(16);
-      fill_fp8_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(x.get()), m * k, 5);
-      fill_float_kernel<<<64, 256>>>(static_cast<float*>(x_scales.get()), padded_scale_count(m, kb), 1.0f / 64);
-      fill_float_kernel<<<1, 32>>>(static_cast<float*>(scalar.get()), 4, 1.0f);
+      fill_random_bytes(x.get(), m * k, 5, 0xF7);
+      fill_scales(static_cast<float*>(x_scales.get()), padded_scale_count(m, kb), 1.0f / 64);
+      fill_scales(static_cast<float*>(scalar.get()), 4, 1.0f);
       check(cudaGetLastError(), "fill");
       const ScaleLayout layout = ScaleLayout::kColumnMajorTmaAligned;
       // Every configuration that applies to this M is also forced once below; one workspace

@@ -39,26 +39,6 @@ constexpr GemmShape kShapes[] = {{"llama3-8b qkv/o 4096x4096", 4096, 4096},
                                  {"dsv3 dense up 18432x7168", 18432, 7168},
                                  {"dsv3 dense down 7168x18432", 7168, 18432}};
 
-// Random bytes; fp8 codes with 0x7F/0xFF (NaN) cleared to finite values of both signs.
-__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
-                                  std::uint8_t mask) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    data[i] = static_cast<std::uint8_t>(h) & mask;
-  }
-}
-
-__global__ void fill_floats_kernel(float* data, std::int64_t count, float value) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    data[i] = value * (1.0f + static_cast<float>(i % 7) / 8.0f);
-  }
-}
-
 __global__ void fill_ints_kernel(std::int32_t* data, std::int64_t count, std::int32_t base) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -101,9 +81,6 @@ std::vector<double> interleaved_median_us(const std::vector<std::function<void(i
   return medians;
 }
 
-void fill_bytes(void* data, std::int64_t count, std::uint64_t seed, std::uint8_t mask) {
-  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, seed, mask);
-}
 
 }  // namespace
 
@@ -132,19 +109,19 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
     std::vector<std::unique_ptr<DeviceMemory>> fp8_weights, int8_weights;
     for (int i = 0; i < sets; ++i) {
       fp8_weights.push_back(std::make_unique<DeviceMemory>(n * k));
-      fill_bytes(fp8_weights.back()->get(), n * k, 11 + i, 0xF7);
+      fill_random_bytes(fp8_weights.back()->get(), n * k, 11 + i, 0xF7);
       int8_weights.push_back(std::make_unique<DeviceMemory>(n * k));
-      fill_bytes(int8_weights.back()->get(), n * k, 21 + i, 0xFF);
+      fill_random_bytes(int8_weights.back()->get(), n * k, 21 + i, 0xFF);
     }
     DeviceMemory b_scales(n * 4), azp_adj(n * 4), scalar(16);
-    fill_floats_kernel<<<64, 256>>>(static_cast<float*>(b_scales.get()), n, 1.0f / 256);
+    fill_scales(static_cast<float*>(b_scales.get()), n, 1.0f / 256);
     fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp_adj.get()), n, -300);
-    fill_floats_kernel<<<1, 32>>>(static_cast<float*>(scalar.get()), 4, 1.0f / 64);
+    fill_scales(static_cast<float*>(scalar.get()), 4, 1.0f / 64);
     for (std::int64_t m : token_counts) {
       DeviceMemory x8(m * k), xi(m * k), a_scales(m * 4), azp(m * 4), y(m * n * 2), acc(m * n * 4);
-      fill_bytes(x8.get(), m * k, 5, 0xF7);
-      fill_bytes(xi.get(), m * k, 6, 0xFF);
-      fill_floats_kernel<<<64, 256>>>(static_cast<float*>(a_scales.get()), m, 1.0f / 64);
+      fill_random_bytes(x8.get(), m * k, 5, 0xF7);
+      fill_random_bytes(xi.get(), m * k, 6, 0xFF);
+      fill_scales(static_cast<float*>(a_scales.get()), m, 1.0f / 64);
       fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp.get()), m, -8);
       check(cudaGetLastError(), "fill");
       std::int64_t ws_bytes = 0;

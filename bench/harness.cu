@@ -100,7 +100,37 @@ __global__ void fill_kernel(void* out, std::int64_t count, int dtype_bytes, std:
     }
   }
 }
+
+// Bytes of a hash of (index + seed), masked.
+__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
+                                  std::uint8_t mask) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    data[i] = static_cast<std::uint8_t>(h) & mask;
+  }
+}
+
+__global__ void fill_scales_kernel(float* data, std::int64_t count, float value) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    data[i] = value * (1.0f + static_cast<float>(i % 7) / 8.0f);
+  }
+}
 }  // namespace
+
+void fill_random_bytes(void* device, std::int64_t count, std::uint64_t seed, std::uint8_t mask) {
+  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(device), count, seed, mask);
+  check(cudaGetLastError(), "fill_bytes_kernel");
+}
+
+void fill_scales(float* device, std::int64_t count, float value) {
+  fill_scales_kernel<<<64, 256>>>(device, count, value);
+  check(cudaGetLastError(), "fill_scales_kernel");
+}
 
 void fill_random_activations(void* device, std::int64_t count, int dtype_bytes,
                              std::uint64_t seed) {

@@ -63,4 +63,11 @@ class DeviceMemory {
 // varies per 128-element group (never zeros).
 void fill_random_activations(void* device, std::int64_t count, int dtype_bytes, std::uint64_t seed);
 
+// Random bytes (a hash of index and seed) & mask: 0xF7 gives finite e4m3 codes of both signs
+// (|v| <= 240), 0xFF any int8.
+void fill_random_bytes(void* device, std::int64_t count, std::uint64_t seed, std::uint8_t mask);
+
+// device[i] = value * (1 + (i % 7) / 8): positive scales that differ from element to element.
+void fill_scales(float* device, std::int64_t count, float value);
+
 }  // namespace lowbit::bench
