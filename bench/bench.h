@@ -14,6 +14,7 @@ struct BenchOptions {
   std::string json_path;  // empty: lowbit-bench-<family>.json in the current directory
   std::string png_path;   // empty: lowbit-bench-<family>.png
   bool quick = false;     // fewer shapes and repetitions (smoke runs)
+  std::string filter;     // quant family: only rows whose label contains this text
 };
 
 // Runs one family, or every family for "all"; writes the JSON report and the PNG roofline.

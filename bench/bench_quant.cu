@@ -9,6 +9,7 @@
 //                          path reads the input twice; the count still says once)
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -34,6 +35,7 @@ struct Context {
   double empty_launch_ms;
   std::int64_t l2_bytes;
   int samples;
+  std::string filter;  // run only rows whose label contains it (empty: all)
 };
 
 // One buffer set: its device memory and the launch that uses it.
@@ -52,6 +54,7 @@ nlohmann::json time_memory_bound(const Context& ctx, nlohmann::json record,
                                  const std::string& label, std::int64_t bytes_moved,
                                  std::int64_t bytes_per_set,
                                  const std::function<void(BufferSet&, int)>& make_set) {
+  if (label.find(ctx.filter) == std::string::npos) return nullptr;
   const int count = rotation_sets(bytes_per_set, ctx.l2_bytes);
   std::vector<BufferSet> sets(count);
   for (int s = 0; s < count; ++s) make_set(sets[s], s);
@@ -208,6 +211,7 @@ nlohmann::json run_quant_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
   Context ctx;
   ctx.samples = options.quick ? 5 : 30;
+  ctx.filter = options.filter;
   ctx.l2_bytes = device.l2_bytes;
   ctx.copy_gbps = measure_copy_gbps(ctx.samples);
   ctx.empty_launch_ms =
@@ -246,6 +250,7 @@ nlohmann::json run_quant_bench(const BenchOptions& options) {
       for (std::int64_t m : {16, 4096, 16384}) results.push_back(bench_row_quant(ctx, op, m, k));
     }
   }
+  results.erase(std::remove(results.begin(), results.end(), nullptr), results.end());
   return {{"benchmark", "quant"},
           {"device", device.name},
           {"sm_count", device.sm_count},

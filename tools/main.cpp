@@ -30,14 +30,15 @@ void print_usage() {
       "                                           activation with per_token_group_quant on the GPU\n"
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
-      "  bench [FAMILY] [--json FILE] [--png FILE] [--quick]\n"
+      "  bench [FAMILY] [--json FILE] [--png FILE] [--quick] [--filter TEXT]\n"
       "                                           kernel benchmarks with in-run baselines and\n"
       "                                           ceilings; FAMILY: all (default), quant (activation\n"
       "                                           quantization vs copy bandwidth), nvfp4 (MoE GEMVs vs\n"
       "                                           copy and cuBLASLt bf16), block-gemm (vs cuBLASLt\n"
       "                                           block-scaled and per-tensor FP8), gemm (scaled_mm\n"
       "                                           FP8/INT8 vs cuBLASLt FP8 and int8). Writes JSON and a\n"
-      "                                           PNG roofline (default lowbit-bench-FAMILY.*)\n"
+      "                                           PNG roofline (default lowbit-bench-FAMILY.*);\n"
+      "                                           --filter: only quant rows whose label has TEXT\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }
@@ -131,6 +132,8 @@ int run_bench_command(int argc, char** argv) {
       options.json_path = value;
     } else if (take_value(argc, argv, i, "--png", value)) {
       options.png_path = value;
+    } else if (take_value(argc, argv, i, "--filter", value)) {
+      options.filter = value;
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       options.quick = true;
     } else {

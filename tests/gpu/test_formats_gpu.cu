@@ -19,7 +19,7 @@ namespace lowbit {
 namespace {
 
 enum Check : int {
-  kE4M3Pair,      // the quant kernel's fp8 path: __nv_cvt_float2_to_fp8x2 satfinite
+  kE4M3Quad,      // the quant kernels' fp8 packer: cvt.rn.satfinite.e4m3x2.f32 into each half
   kE4M3Sat,
   kE4M3NoSat,
   kE5M2Sat,
@@ -29,12 +29,12 @@ enum Check : int {
   kUe8m0Down,
   kBf16,
   kFp16,
-  kInt8Pair,      // the quant kernel's int8 path
+  kInt8Quad,      // the quant kernels' int8 packer
   kCheckCount,
 };
 const char* const kCheckNames[kCheckCount] = {
-    "e4m3 pair (kernel path)", "e4m3 satfinite", "e4m3 nosat", "e5m2 satfinite", "e5m2 nosat",
-    "e2m1", "ue8m0 up", "ue8m0 toward zero", "bf16", "fp16", "int8 pair (kernel path)"};
+    "e4m3 quad (kernel packer)", "e4m3 satfinite", "e4m3 nosat", "e5m2 satfinite", "e5m2 nosat",
+    "e2m1", "ue8m0 up", "ue8m0 toward zero", "bf16", "fp16", "int8 quad (kernel packer)"};
 
 struct Mismatches {
   unsigned long long count[kCheckCount];
@@ -56,12 +56,14 @@ __global__ void compare_encoders(std::uint64_t base, Mismatches* m) {
   const std::uint64_t index = base + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
   const unsigned bits = static_cast<unsigned>(index);
   const float x = __uint_as_float(bits);
-  // Pair the input with its bit-neighbour's negation so both pair slots see every input.
+  // Pair the input with its bit-neighbour's negation so every packer slot sees every input.
   const float partner = -__uint_as_float(bits ^ 0x5A5A5Au);
 
-  const unsigned pair = cuda::quantize_pair(cuda::Fp8E4M3Tag{}, x, partner);
-  record(m, kE4M3Pair, bits, pair & 0xFF, float_to_fp8_e4m3(x, Saturation::kFinite));
-  record(m, kE4M3Pair, bits, (pair >> 8) & 0xFF, float_to_fp8_e4m3(partner, Saturation::kFinite));
+  // The kernels' 4-code packers: byte i holds the i-th argument.
+  const unsigned quad = cuda::quantize_quad(cuda::Fp8E4M3Tag{}, x, partner, partner, x);
+  const unsigned x_e4m3 = float_to_fp8_e4m3(x, Saturation::kFinite);
+  const unsigned partner_e4m3 = float_to_fp8_e4m3(partner, Saturation::kFinite);
+  record(m, kE4M3Quad, bits, quad, x_e4m3 | partner_e4m3 << 8 | partner_e4m3 << 16 | x_e4m3 << 24);
   record(m, kE4M3Sat, bits, __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3),
          float_to_fp8_e4m3(x, Saturation::kFinite));
   record(m, kE4M3NoSat, bits, __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3),
@@ -77,9 +79,10 @@ __global__ void compare_encoders(std::uint64_t base, Mismatches* m) {
          float_to_ue8m0(x, ScaleRounding::kDown));
   record(m, kBf16, bits, __bfloat16_as_ushort(__float2bfloat16_rn(x)), float_to_bf16(x));
   record(m, kFp16, bits, __half_as_ushort(__float2half_rn(x)), float_to_fp16(x));
-  const unsigned int8_pair = cuda::quantize_pair(cuda::Int8Tag{}, x, partner);
-  record(m, kInt8Pair, bits, int8_pair & 0xFF, static_cast<std::uint8_t>(float_to_int8(x)));
-  record(m, kInt8Pair, bits, (int8_pair >> 8) & 0xFF, static_cast<std::uint8_t>(float_to_int8(partner)));
+  const unsigned int8_quad = cuda::quantize_quad(cuda::Int8Tag{}, x, partner, partner, x);
+  const unsigned x_int8 = static_cast<std::uint8_t>(float_to_int8(x));
+  const unsigned partner_int8 = static_cast<std::uint8_t>(float_to_int8(partner));
+  record(m, kInt8Quad, bits, int8_quad, x_int8 | partner_int8 << 8 | partner_int8 << 16 | x_int8 << 24);
 }
 
 TEST(FormatsGpu, EncodersMatchCudaForEveryFloat32) {

@@ -3,6 +3,7 @@
 // poisoned twice; model widths, dtypes, strided rows, > 2^31 elements, CUDA-graph capture.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -184,6 +185,64 @@ TEST(TokenTensorQuantGpu, DtypesOptionsAndStrides) {
         }
       }
     }
+  }
+}
+
+// NaN, Inf, -0, subnormals, ties and degenerate rows through both per-token ops, bf16 in. Rows
+// of 2304 elements take the register-resident kernel; the special values sit among normal ones
+// so that most rows keep a finite scale and the fast division path (for the asymmetric op, the
+// saturating-pack code path) meets NaN and -0 dividends.
+TEST(TokenTensorQuantGpu, SpecialValuesStayInTheirRows) {
+  const std::int64_t m = 12, k = 2304;
+  std::vector<std::uint16_t> input(m * k);
+  for (std::int64_t i = 0; i < m * k; ++i) input[i] = float_to_bf16(std::sin(0.37f * i) * 2.5f);
+  input[0 * k + 5] = float_to_bf16(NAN);                                   // NaN among values
+  input[1 * k + 77] = float_to_bf16(INFINITY);                             // +Inf: Inf scale
+  input[2 * k + 300] = float_to_bf16(-INFINITY);
+  input[3 * k + 10] = float_to_bf16(NAN);                                  // NaN and Inf
+  input[3 * k + 11] = float_to_bf16(INFINITY);
+  for (std::int64_t c = 0; c < k; ++c) input[4 * k + c] = float_to_bf16(NAN);  // all NaN
+  for (std::int64_t c = 0; c < k; ++c) input[5 * k + c] = 0;                   // all zero
+  for (std::int64_t c = 0; c < k; ++c) input[6 * k + c] = 0x8000;              // all -0
+  for (std::int64_t c = 0; c < k; ++c) input[7 * k + c] = float_to_bf16(3.0f);  // constant
+  for (std::int64_t c = 0; c < k; ++c) {                                   // all negative
+    input[8 * k + c] = float_to_bf16(-1.0f - std::fabs(std::sin(0.11f * c)));
+  }
+  input[9 * k + 1] = 0x8000;   // -0 among values
+  input[9 * k + 2] = 0x0001;   // bf16 subnormals
+  input[9 * k + 3] = 0x8003;
+  for (std::int64_t c = 0; c < k; ++c) {  // range 255, so scale 1: every quotient is a .5 tie
+    input[10 * k + c] = float_to_bf16(static_cast<float>(c % 256) - 127.5f);
+  }
+  input[11 * k + 400] = float_to_bf16(1e30f);  // one huge value: a huge scale
+  input[11 * k + 401] = float_to_bf16(-1e-38f);
+  for (Op op : {Op::kPerToken, Op::kAsymmetric}) {
+    SCOPED_TRACE(op == Op::kPerToken ? "per_token_quant" : "per_token_asymmetric_int8_quant");
+    Case c;
+    c.op = op;
+    c.rows = m;
+    c.cols = k;
+    c.output_dtype = op == Op::kAsymmetric ? DType::kInt8 : DType::kFP8E4M3;
+    std::vector<std::uint8_t> ref_out(m * k);
+    std::vector<float> ref_scales(m);
+    std::vector<std::int32_t> ref_zp(m);
+    run_op(c, Device::kCPU, input.data(), ref_out.data(), ref_scales.data(), ref_zp.data(), nullptr);
+
+    DeviceBuffer d_in(m * k * 2), d_out(m * k), d_scales(m * 4), d_zp(m * 4);
+    d_in.upload(input);
+    d_out.fill_byte(0xA5);
+    d_zp.fill_byte(0xA5);
+    run_op(c, Device::kCUDA, d_in.data(), d_out.data(), d_scales.data(), d_zp.data(), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto out = d_out.download<std::uint8_t>();
+    for (std::int64_t i = 0; i < m * k; ++i) {
+      ASSERT_EQ(out[i], ref_out[i]) << "q[" << i / k << ", " << i % k << "]";
+    }
+    const auto scales = d_scales.download<float>();
+    for (std::int64_t r = 0; r < m; ++r) {
+      EXPECT_EQ(float_bits(scales[r]), float_bits(ref_scales[r])) << "scale " << r;
+    }
+    if (op == Op::kAsymmetric) EXPECT_EQ(d_zp.download<std::int32_t>(), ref_zp);
   }
 }
 

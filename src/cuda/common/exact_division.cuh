@@ -1,5 +1,5 @@
 // Float32 division x / s for many x that share one divisor s, bit-identical to IEEE division
-// (__fdiv_rn) wherever the quotient can change a quantized result, at four instructions per
+// (__fdiv_rn) wherever the quotient can change a quantized result, at three instructions per
 // quotient instead of ~8 plus a range check. With r = RN(1/s) computed once,
 //   q0 = RN(x * r);  e = x - q0 * s (exact, one FMA);  q = RN(q0 + e * r)
 // is the correctly rounded quotient (Markstein 1990, Theorem 1; the last step of CUDA's own
@@ -9,9 +9,10 @@
 // divide_group() checks the upper bound once per group (amax * r <= 2^40) and does not check
 // the lower one: a quotient below 2^-40 may be off in its last bits but keeps its sign and stays
 // below 2^-39, and every such value quantizes to +-0 in fp8 (threshold 2^-10) and 0 in int8
-// (threshold 0.5), so the quantized bytes are exactly those of IEEE division. The sign of x is
-// OR-ed into q so that -0 / s gives -0. tests/gpu/test_exact_division_gpu.cu checks all of this
-// against __fdiv_rn over all 2^32 dividends.
+// (threshold 0.5), so the quantized bytes are exactly those of IEEE division. The last step is
+// written q = RN(q0 - (q0 * s - x) * r) so that signed zeros come out right without a fix-up
+// (-0 / s gives -0). tests/gpu/test_exact_division_gpu.cu checks all of this against __fdiv_rn
+// over all 2^32 dividends.
 #pragma once
 
 namespace lowbit::cuda {
@@ -40,9 +41,11 @@ __device__ __forceinline__ void divide_group(const float (&x)[N], const SharedDi
   if (d.fast) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      const float q0 = x[i] * d.reciprocal;
-      const float corrected = fmaf(fmaf(-q0, d.divisor, x[i]), d.reciprocal, q0);
-      q[i] = __uint_as_float(__float_as_uint(corrected) | (__float_as_uint(x[i]) & 0x80000000u));
+      // residual = q0 * d - x (exact), q = q0 - residual / d. Written this way round, x = -0
+      // gives q0 = -0, residual = +0 and q = -0 + -0 = -0 with no sign fix-up instruction.
+      const float q0 = __fmul_rn(x[i], d.reciprocal);
+      const float residual = __fmaf_rn(q0, d.divisor, -x[i]);
+      q[i] = __fmaf_rn(-residual, d.reciprocal, q0);
     }
   } else {
 #pragma unroll

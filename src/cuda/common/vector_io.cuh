@@ -84,14 +84,9 @@ __device__ __forceinline__ void load8_shared_as_float(InTag tag, const void* poi
   unpack8(tag, raw, x);
 }
 
-// fp8 e4m3fn, round-to-nearest-even, saturating (cvt.rn.satfinite.e4m3x2.f32).
-__device__ __forceinline__ std::uint32_t quantize_pair(Fp8E4M3Tag, float first, float second) {
-  return __nv_cvt_float2_to_fp8x2(make_float2(first, second), __NV_SATFINITE, __NV_E4M3);
-}
-
-// Each quantize_pair returns two codes in its low 16 bits (first in the low byte); the upper
-// bytes are unspecified.
-// int8: round half to even, saturate to [-128, 127], NaN -> 0, in one cvt per value.
+// quantize_pair / quantize_quad: 2 or 4 codes, the first in the low byte.
+// int8: round half to even, saturate to [-128, 127], NaN -> 0, in one cvt per value (the
+// upper 16 bits of a pair are unspecified).
 __device__ __forceinline__ std::uint32_t quantize_pair(Int8Tag, float first, float second) {
   std::uint32_t a, b;
   asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(a) : "f"(first));
@@ -99,16 +94,29 @@ __device__ __forceinline__ std::uint32_t quantize_pair(Int8Tag, float first, flo
   return __byte_perm(a, b, 0x0040);  // byte 0: a, byte 1: b (upper bytes unused)
 }
 
+// fp8 e4m3fn, round-to-nearest-even, saturating: two cvt per 4 codes, each writing one half of
+// the word (F2FP's merge form), so no mask or byte permute is needed to combine the pairs.
+__device__ __forceinline__ std::uint32_t quantize_quad(Fp8E4M3Tag, float q0, float q1, float q2,
+                                                       float q3) {
+  std::uint32_t word;
+  asm("{\n\t.reg .b16 low, high;\n\t"
+      "cvt.rn.satfinite.e4m3x2.f32 low, %2, %1;\n\t"   // first operand -> upper byte
+      "cvt.rn.satfinite.e4m3x2.f32 high, %4, %3;\n\t"
+      "mov.b32 %0, {low, high};\n\t}"
+      : "=r"(word)
+      : "f"(q0), "f"(q1), "f"(q2), "f"(q3));
+  return word;
+}
+
+__device__ __forceinline__ std::uint32_t quantize_quad(Int8Tag tag, float q0, float q1, float q2,
+                                                       float q3) {
+  return __byte_perm(quantize_pair(tag, q0, q1), quantize_pair(tag, q2, q3), 0x5410);
+}
+
 template <typename OutTag>
 __device__ __forceinline__ void store8_quantized(OutTag tag, void* pointer, const float (&q)[8]) {
-  std::uint32_t packed[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const std::uint32_t low = quantize_pair(tag, q[4 * half], q[4 * half + 1]);
-    const std::uint32_t high = quantize_pair(tag, q[4 * half + 2], q[4 * half + 3]);
-    packed[half] = __byte_perm(low, high, 0x5410);  // low pair, then high pair
-  }
-  *static_cast<uint2*>(pointer) = make_uint2(packed[0], packed[1]);
+  *static_cast<uint2*>(pointer) = make_uint2(quantize_quad(tag, q[0], q[1], q[2], q[3]),
+                                             quantize_quad(tag, q[4], q[5], q[6], q[7]));
 }
 
 }  // namespace lowbit::cuda

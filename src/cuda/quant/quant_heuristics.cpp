@@ -64,6 +64,7 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
   if (compute_heavy && (forced_vectors == 1 || forced_vectors == 2 || forced_vectors == 4)) {
     config.vectors_per_lane = forced_vectors;
   }
+  if (config.vectors_per_lane == 4) config.threads_per_block = kWideLaneThreads;
   if (forced_kernel() == 1) config.kernel = GroupQuantKernel::kDirect;
   if (forced_kernel() == 2) config.kernel = GroupQuantKernel::kPipelined;
   if (config.kernel == GroupQuantKernel::kDirect) {

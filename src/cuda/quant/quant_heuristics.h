@@ -10,9 +10,12 @@ namespace lowbit::cuda {
 
 enum class GroupQuantKernel { kDirect, kPipelined };
 
+// Block size of the direct kernel at 4 pieces per lane (its launch bound: 4 blocks per SM).
+inline constexpr int kWideLaneThreads = 224;
+
 struct GroupQuantConfig {
   GroupQuantKernel kernel;
-  int threads_per_block;  // direct kernel: 64, 128 or 256; pipelined: 256
+  int threads_per_block;  // direct kernel: 64, 128 or 256 (224 at 4 pieces per lane); pipelined: 256
   int blocks_per_sm;      // pipelined: persistent blocks per SM (capped by shared memory)
   int vectors_per_lane;   // direct kernel: 16-byte pieces of a group per lane (1, 2 or 4)
 };

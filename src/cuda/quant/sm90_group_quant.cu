@@ -26,6 +26,7 @@
 #include "../common/device_properties.cuh"
 #include "../common/dispatch.cuh"
 #include "../common/exact_division.cuh"
+#include "../common/integer_division.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
 #include "../../common/silu.h"
@@ -50,7 +51,7 @@ struct KernelParams {
   std::uint32_t rows;
   std::uint32_t cols;
   std::uint32_t total_groups;
-  std::uint32_t groups_per_row;
+  UintDivisor groups_per_row;
   std::int64_t input_row_bytes;
   std::int64_t output_row_bytes;
   std::int64_t scale_stride_row;
@@ -132,15 +133,20 @@ __device__ __forceinline__ void quantize_group_slice(const KernelParams& p,
 // kVectors pieces per lane: 1 for the quantizers (most parallelism, least latency); 2 or 4 for
 // silu_and_mul_quant at large sizes, whose per-group work (index math, shuffles, the scale and
 // its reciprocal) then spreads over 16 or 32 elements instead of 8.
+// NOTE: 4 pieces per lane need 72 registers, so 256-thread blocks fit 3 per SM (24 warps) and a
+// 64-register cap spills; 224-thread blocks fit 4 per SM (28 warps) at 72 registers.
+template <int kVectors>
+inline constexpr int kDirectMaxThreads = kVectors == 4 ? kWideLaneThreads : kThreads;
+
 template <typename InTag, typename OutTag, int kGroup, int kVectors, bool kSiluMul>
-__global__ void __launch_bounds__(kThreads, kVectors == 4 ? 3 : (kVectors == 2 ? 4 : 1))
+__global__ void __launch_bounds__(kDirectMaxThreads<kVectors>, kVectors == 1 ? 1 : 4)
     group_quant_direct(KernelParams p) {
   constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);
   const int lane = threadIdx.x % kLanes;
   const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
   const bool active = group_id < p.total_groups;
-  const std::uint32_t row = active ? group_id / p.groups_per_row : 0;
-  const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row : 0;
+  const std::uint32_t row = active ? p.groups_per_row.divide(group_id) : 0;
+  const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row.divisor : 0;
 
   // Every load is issued before any arithmetic, so a lane has all its bytes in flight at once.
   constexpr int kOperands = kSiluMul ? 2 : 1;  // gate and up
@@ -319,7 +325,7 @@ void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStre
   p.rows = static_cast<std::uint32_t>(params.rows);
   p.cols = static_cast<std::uint32_t>(params.cols);
   p.total_groups = static_cast<std::uint32_t>(total_groups);
-  p.groups_per_row = static_cast<std::uint32_t>(groups_per_row);
+  p.groups_per_row = UintDivisor(static_cast<std::uint32_t>(groups_per_row));
   p.input_row_bytes = params.input_row_stride * element_bytes;
   p.output_row_bytes = params.output_row_stride;  // 1-byte outputs
   p.scale_stride_row = params.scale_stride_row;

@@ -52,11 +52,41 @@ __device__ float block_reduce(float value, Op op, float* scratch) {
   return value;
 }
 
+// Block-wide min of lo and max of hi in one pass: one pair of barriers for both. scratch holds
+// one float2 per warp.
+__device__ float2 block_reduce_range(float lo, float hi, float2* scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    lo = fminf(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, offset));
+    hi = fmaxf(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, offset));
+  }
+  __syncthreads();  // scratch may still be read from a previous reduction
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = make_float2(lo, hi);
+  __syncthreads();
+  float2 range = scratch[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) {
+    range.x = fminf(range.x, scratch[w].x);
+    range.y = fmaxf(range.y, scratch[w].y);
+  }
+  return range;
+}
+
+// Four asymmetric int8 codes clamp(round(q) + zp, -128, 127) packed little-endian, for quotients
+// of the fast division path: there |q| <= 255 (scale >= (hi - lo) / 255 >= |x| / 255), so
+// round(q) + zp cannot overflow and the saturating packs (cvt.pack.sat) do the clamp. Same
+// bytes as detail::asymmetric_int8_code, NaN included (cvt.rni gives 0, so the code is zp).
+__device__ __forceinline__ std::uint32_t pack4_asymmetric_codes(float q0, float q1, float q2,
+                                                                float q3, std::int32_t zp) {
+  const std::int32_t c0 = __float2int_rn(q0) + zp, c1 = __float2int_rn(q1) + zp;
+  const std::int32_t c2 = __float2int_rn(q2) + zp, c3 = __float2int_rn(q3) + zp;
+  std::uint32_t high, word;
+  asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, 0;" : "=r"(high) : "r"(c3), "r"(c2));
+  asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(c1), "r"(c0), "r"(high));
+  return word;
+}
+
 struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct MinOp {
-  __device__ float operator()(float a, float b) const { return fminf(a, b); }
 };
 
 // Calls visit(v, x) for every 8-element vector v of a row this thread owns (v = threadIdx.x,
@@ -77,6 +107,55 @@ __device__ __forceinline__ void for_each_row_vector(const char* row, int vectors
     }
   }
 }
+
+// The row range (min and max) of 16-bit inputs on packed pairs, without converting to float32:
+// one min and one max instruction per 2 elements. The min and max of the pairs equal those of
+// the float32 values (the conversion is exact and monotonic), and the bf16x2/f16x2 min/max drop
+// NaN as fminf/fmaxf do. (The same trick for the symmetric op's max |x| measured 3% slower at
+// 4096 x 18432 on H200 than the float32 loop, so that one stays in float32.)
+template <typename InTag>
+struct PackedRowRange {
+  static constexpr bool kBf16 = std::is_same_v<InTag, Bf16Tag>;
+  std::uint32_t lo = kBf16 ? 0x7F807F80u : 0x7C007C00u;  // +Inf in both halves
+  std::uint32_t hi = kBf16 ? 0xFF80FF80u : 0xFC00FC00u;  // -Inf
+
+  static __device__ __forceinline__ std::uint32_t min2(std::uint32_t a, std::uint32_t b) {
+    std::uint32_t d;
+    if constexpr (kBf16) {
+      asm("min.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    } else {
+      asm("min.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    }
+    return d;
+  }
+  static __device__ __forceinline__ std::uint32_t max2(std::uint32_t a, std::uint32_t b) {
+    std::uint32_t d;
+    if constexpr (kBf16) {
+      asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    } else {
+      asm("max.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    }
+    return d;
+  }
+  static __device__ __forceinline__ float2 to_float2(std::uint32_t pair) {
+    if constexpr (kBf16) {
+      return make_float2(__uint_as_float(pair << 16), __uint_as_float(pair & 0xFFFF0000u));
+    } else {
+      __half2 h;
+      memcpy(&h, &pair, sizeof(h));
+      return __half22float2(h);
+    }
+  }
+
+  __device__ __forceinline__ void add(const uint4& raw) {
+    const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      lo = min2(lo, words[i]);
+      hi = max2(hi, words[i]);
+    }
+  }
+};
 
 // The per-row recipe both per-token kernels share: accumulate() every value of the row, finish()
 // (block reduction, scale and zero point, written by thread 0), then store() quantized vectors.
@@ -100,13 +179,23 @@ struct RowQuantizer {
     }
   }
 
+  // Folds a packed range of 16-bit inputs into the float32 one (asymmetric op).
+  template <typename InTag>
+  __device__ __forceinline__ void accumulate(const PackedRowRange<InTag>& range) {
+    const float2 low = PackedRowRange<InTag>::to_float2(range.lo);
+    const float2 high = PackedRowRange<InTag>::to_float2(range.hi);
+    lo = fminf(lo, fminf(low.x, low.y));
+    hi = fmaxf(hi, fmaxf(high.x, high.y));
+  }
+
   __device__ __forceinline__ void finish(const RowQuantParams& p, std::int64_t row,
                                          float amax_bound, float qmax, float* scratch,
                                          float* scales, std::int32_t* zero_points) {
     float scale;
     if constexpr (kAsymmetric) {
-      lo = block_reduce(lo, MinOp{}, scratch);
-      hi = block_reduce(hi, MaxOp{}, scratch);
+      const float2 range = block_reduce_range(lo, hi, reinterpret_cast<float2*>(scratch));
+      lo = range.x;
+      hi = range.y;
       const detail::AsymmetricParams params = detail::asymmetric_int8_params(lo, hi, p.eps);
       scale = params.scale;
       zero_point = params.zero_point;
@@ -126,6 +215,12 @@ struct RowQuantizer {
     float q[8];
     divide_group(x, divisor, q);
     if constexpr (kAsymmetric) {
+      if (divisor.fast) {
+        *reinterpret_cast<uint2*>(out) =
+            make_uint2(pack4_asymmetric_codes(q[0], q[1], q[2], q[3], zero_point),
+                       pack4_asymmetric_codes(q[4], q[5], q[6], q[7], zero_point));
+        return;
+      }
       std::uint32_t words[2] = {0, 0};
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
@@ -145,7 +240,7 @@ template <typename InTag, typename OutTag, bool kAsymmetric>
 __global__ void __launch_bounds__(kThreads)
     per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                            float amax_bound, float qmax) {
-  __shared__ float scratch[kWarps];
+  __shared__ __align__(8) float scratch[2 * kWarps];  // block_reduce_range: a float2 per warp
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -168,7 +263,7 @@ template <typename InTag, typename OutTag, bool kAsymmetric, int kVectors>
 __global__ void __launch_bounds__(kResidentMaxThreads, 2)
     per_token_quant_resident_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                                     float amax_bound, float qmax) {
-  __shared__ float scratch[kResidentMaxThreads / 32];
+  __shared__ __align__(8) float scratch[2 * kResidentMaxThreads / 32];  // a float2 per warp
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -185,12 +280,21 @@ __global__ void __launch_bounds__(kResidentMaxThreads, 2)
     }
   }
   RowQuantizer<OutTag, kAsymmetric> quantizer;
+  if constexpr (kAsymmetric && !std::is_same_v<InTag, Fp32Tag>) {
+    PackedRowRange<InTag> range;
 #pragma unroll
-  for (int u = 0; u < kVectors; ++u) {
-    if (threadIdx.x + u * blockDim.x >= vectors) continue;
-    float x[8];
-    unpack8(InTag{}, raw[u], x);
-    quantizer.accumulate(x);
+    for (int u = 0; u < kVectors; ++u) {
+      if (threadIdx.x + u * blockDim.x < vectors) range.add(raw[u][0]);
+    }
+    quantizer.accumulate(range);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kVectors; ++u) {
+      if (threadIdx.x + u * blockDim.x >= vectors) continue;
+      float x[8];
+      unpack8(InTag{}, raw[u], x);
+      quantizer.accumulate(x);
+    }
   }
   quantizer.finish(p, row, amax_bound, qmax, scratch, scales, zero_points);
 #pragma unroll
