@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from . import _block_fp8, _nvfp4, _ops
+from . import _block_fp8, _nvfp4, _ops, _scaled_gemm
 
 _TORCH_DTYPES = {"fp8_e4m3fn": torch.float8_e4m3fn, "int8": torch.int8}
 _FLOAT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -154,6 +154,31 @@ def block_fp8_mm(a: torch.Tensor, a_scales: torch.Tensor, a_scale_layout: str, b
 @block_fp8_mm.register_fake
 def _(a, a_scales, a_scale_layout, b, b_scales, out_dtype):
     return a.new_empty((a.shape[0], b.shape[0]), dtype=_FLOAT_DTYPES[out_dtype])
+
+
+# ---- scaled GEMM (docs/scaled_gemm.md) -----------------------------------------------------------
+
+@torch.library.custom_op("lowbit::scaled_mm", mutates_args=())
+def scaled_mm(a: torch.Tensor, b: torch.Tensor, a_scales: torch.Tensor, b_scales: torch.Tensor,
+              bias: Optional[torch.Tensor], azp_adj: Optional[torch.Tensor],
+              azp: Optional[torch.Tensor], out_dtype: str) -> torch.Tensor:
+    return _scaled_gemm.scaled_mm(a, b, a_scales, b_scales, bias=bias, azp_adj=azp_adj, azp=azp,
+                                  out_dtype=out_dtype)
+
+
+@scaled_mm.register_fake
+def _(a, b, a_scales, b_scales, bias, azp_adj, azp, out_dtype):
+    return a.new_empty((a.shape[0], b.shape[0]), dtype=_FLOAT_DTYPES[out_dtype])
+
+
+@torch.library.custom_op("lowbit::scaled_mm_azp_adjustment", mutates_args=())
+def scaled_mm_azp_adjustment(b: torch.Tensor, zero_point: int) -> torch.Tensor:
+    return _scaled_gemm.scaled_mm_azp_adjustment(b, zero_point=zero_point)
+
+
+@scaled_mm_azp_adjustment.register_fake
+def _(b, zero_point):
+    return b.new_empty((b.shape[0],), dtype=torch.int32)
 
 
 # ---- NVFP4 (docs/nvfp4.md); weight preparation (sparsify, relayout) stays eager ----------------

@@ -252,6 +252,38 @@ NB_MODULE(_lowbit, m) {
           lowbit::block_fp8_mm(args, stream_of(stream));
         });
 
+  // ---- scaled GEMM (W8A8 FP8 / INT8 with dequantizing epilogues) ---------------------------------
+  m.def("scaled_mm_workspace_bytes",
+        [](std::int64_t m_rows, std::int64_t n, std::int64_t k, const std::string& input_dtype,
+           const std::string& output_dtype) {
+          return lowbit::scaled_mm_workspace_bytes(m_rows, n, k, dtype_from_name(input_dtype),
+                                                   dtype_from_name(output_dtype));
+        });
+  m.def("scaled_mm",
+        [](Typed a, Typed b, Array a_scales, Array b_scales, std::optional<Typed> bias,
+           std::optional<Array> azp_adj, std::optional<Array> azp, Typed output,
+           std::optional<Array> workspace, std::uintptr_t stream) {
+          lowbit::ScaledMmArgs args;
+          args.a = view_of(a, "a");
+          args.b = view_of(b, "b");
+          args.a_scales = view_of(a_scales, "a_scales", "");
+          args.b_scales = view_of(b_scales, "b_scales", "");
+          if (bias) args.bias = view_of(*bias, "bias");
+          if (azp_adj) args.azp_adj = view_of(*azp_adj, "azp_adj", "");
+          if (azp) args.azp = view_of(*azp, "azp", "");
+          args.output = view_of(output, "output");
+          if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          lowbit::scaled_mm(args, stream_of(stream));
+        });
+  m.def("scaled_mm_azp_adjustment",
+        [](Array b, Array output, std::int32_t zero_point, std::uintptr_t stream) {
+          lowbit::ScaledMmAzpAdjustmentArgs args;
+          args.b = view_of(b, "b", "");
+          args.output = view_of(output, "output", "");
+          args.zero_point = zero_point;
+          lowbit::scaled_mm_azp_adjustment(args, stream_of(stream));
+        });
+
   // ---- NVFP4 weights and MoE-decode GEMV ---------------------------------------------------------
   m.def("nvfp4_quantize_weight_workspace_bytes", &lowbit::nvfp4_quantize_weight_workspace_bytes);
   m.def("nvfp4_quantize_weight",

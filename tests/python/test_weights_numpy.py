@@ -148,3 +148,59 @@ def test_nvfp4_gemv_on_the_cpu_against_dequantize_then_matmul():
     dp, ds = lowbit.nvfp4_relayout_for_gemv(dense_pruned, s)
     assert np.array_equal(lowbit.nvfp4_sparse24_gemv(x, sv, si, ss, g).view(np.uint16),
                           lowbit.nvfp4_gemv(x, dp, ds, g).view(np.uint16))
+
+
+# ---- scaled GEMM (docs/scaled_gemm.md) -----------------------------------------------------------
+
+def ref_scaled_mm(a, b, s_a, s_b, bias=None, azp_adj=None, azp=None):
+    """docs/scaled_gemm.md: exact integer/float64 sums, then in float32 t = acc - azp * azp_adj,
+    y = s_b * t, d = fma(s_a, y, bias) (float64 product then one float32 rounding is that fma)."""
+    acc = a.astype(np.float64) @ b.astype(np.float64).T
+    if azp_adj is not None:
+        zp = np.ones((a.shape[0], 1), np.int64) if azp is None else azp.astype(np.int64)[:, None]
+        acc = acc - (zp * azp_adj.astype(np.int64)[None, :]).astype(np.float64)
+    t = acc.astype(F32)
+    y = (s_b.reshape(1, -1).astype(F32) * t).astype(F32)
+    c = np.zeros_like(y, dtype=np.float64) if bias is None else bias.astype(np.float64)[None, :]
+    return (s_a.reshape(-1, 1).astype(np.float64) * y.astype(np.float64) + c).astype(F32)
+
+
+def test_scaled_mm_int8_every_epilogue_bit_exact():
+    m, n, k = 19, 48, 96
+    a = RNG.integers(-128, 128, size=(m, k)).astype(np.int8)
+    b = RNG.integers(-128, 128, size=(n, k)).astype(np.int8)
+    s_a = RNG.uniform(0.01, 0.1, size=m).astype(F32)
+    s_b = RNG.uniform(0.001, 0.01, size=n).astype(F32)
+    bias = RNG.standard_normal(n).astype(ml_dtypes.bfloat16)
+    colsum = lowbit.scaled_mm_azp_adjustment(b)
+    assert np.array_equal(colsum, b.astype(np.int32).sum(axis=1))
+    azp = RNG.integers(-20, 20, size=m).astype(np.int32)
+    adj = lowbit.scaled_mm_azp_adjustment(b, zero_point=7)
+    cases = [({}, {}), ({"bias": bias}, {"bias": bias}),
+             ({"azp_adj": adj, "bias": bias}, {"azp_adj": adj, "bias": bias}),
+             ({"azp_adj": colsum, "azp": azp}, {"azp_adj": colsum, "azp": azp})]
+    for given, ref_args in cases:
+        got = lowbit.scaled_mm(a, b, s_a, s_b, **given)
+        want = ref_scaled_mm(a, b, s_a, s_b, **{key: value for key, value in ref_args.items()})
+        assert got.dtype == ml_dtypes.bfloat16 and got.shape == (m, n)
+        assert np.array_equal(got.view(np.uint16), want.astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+def test_scaled_mm_fp8_per_tensor_and_fp16_output():
+    m, n, k = 5, 40, 256
+    a = e4m3(RNG.standard_normal((m, k)) * 8)
+    b = e4m3(RNG.standard_normal((n, k)) * 8)
+    s_a, s_b = np.array([0.02], F32), np.array([0.005], F32)
+    got = lowbit.scaled_mm(a, b, s_a, s_b, out_dtype="fp16")
+    want = ref_scaled_mm(a.astype(F32), b.astype(F32), s_a, s_b)
+    assert got.dtype == np.float16
+    assert np.array_equal(got, want.astype(np.float16))
+
+
+def test_scaled_mm_errors_name_the_argument():
+    a = np.zeros((4, 32), np.int8)
+    with pytest.raises(ValueError, match="b_scales"):
+        lowbit.scaled_mm(a, a, np.ones(1, F32), np.ones(3, F32))
+    with pytest.raises(ValueError, match="azp"):
+        lowbit.scaled_mm(e4m3(np.zeros((4, 32))), e4m3(np.zeros((4, 32))), np.ones(1, F32),
+                         np.ones(1, F32), azp_adj=np.zeros(4, np.int32))

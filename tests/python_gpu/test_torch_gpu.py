@@ -247,3 +247,36 @@ def test_torch_compile_traces_the_weight_ops():
     w = activations(256, 1024, seed=42) * 1e-2
     compiled = torch.compile(layer, fullgraph=True)
     assert torch.equal(compiled(x, w), layer(x, w))
+
+
+# ---- scaled GEMM (docs/scaled_gemm.md) -----------------------------------------------------------
+
+def test_scaled_mm_against_torch():
+    m, n, k = 77, 512, 4096
+    # int8 with per-token zero points: bit-exact against the recipe in torch int64/float32 ops.
+    g = torch.Generator(device=DEVICE).manual_seed(51)
+    a = torch.randint(-128, 128, (m, k), generator=g, device=DEVICE, dtype=torch.int8)
+    b = torch.randint(-128, 128, (n, k), generator=g, device=DEVICE, dtype=torch.int8)
+    s_a = torch.rand(m, generator=g, device=DEVICE) * 0.01 + 1e-3
+    s_b = torch.rand(n, generator=g, device=DEVICE) * 0.01 + 1e-3
+    azp = torch.randint(-20, 20, (m,), generator=g, device=DEVICE, dtype=torch.int32)
+    bias = torch.randn(n, generator=g, device=DEVICE).to(torch.bfloat16)
+    colsum = lowbit.scaled_mm_azp_adjustment(b)
+    assert torch.equal(colsum, b.long().sum(dim=1).int())
+    got = torch.ops.lowbit.scaled_mm(a, b, s_a, s_b, bias, colsum, azp, "bf16")
+    acc = (a.double() @ b.double().t()).long() - azp.long()[:, None] * colsum.long()[None, :]
+    y = s_b[None, :] * acc.float()
+    want = (s_a[:, None].double() * y.double() + bias.double()[None, :]).float()  # one fma rounding
+    assert torch.equal(got, want.to(torch.bfloat16))
+    # fp8 per-tensor (fast accumulation): against float64 of the same operands.
+    x = activations(m, k, seed=52) * 1e-2
+    qa, sa = lowbit.per_tensor_quant(x)
+    qb = torch.clamp(activations(n, k, seed=53).float() * 50, -448, 448).to(torch.float8_e4m3fn)
+    sb = torch.tensor([0.003], device=DEVICE)
+    c = lowbit.scaled_mm(qa, qb, sa, sb)
+    want = (qa.double() @ qb.double().t()) * sa.double() * sb.double()
+    assert c.dtype == torch.bfloat16 and c.shape == (m, n)
+    assert torch.linalg.norm(c.double() - want) <= 2.0 ** -7 * torch.linalg.norm(want)
+    compiled = torch.compile(lambda *t: torch.ops.lowbit.scaled_mm(*t, None, None, None, "bf16"),
+                             fullgraph=True)
+    assert torch.equal(compiled(qa, qb, sa, sb), c)
