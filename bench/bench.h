@@ -14,8 +14,15 @@ struct BenchOptions {
   std::string json_path;  // empty: lowbit-bench-<family>.json in the current directory
   std::string png_path;   // empty: lowbit-bench-<family>.png
   bool quick = false;     // fewer shapes and repetitions (smoke runs)
-  std::string filter;     // quant family: only rows whose label contains this text
+  std::string filter;     // only rows whose label contains this text (quant, gemm, block-gemm)
 };
+
+// Whether the GEMM row "<shape> M=<m> " matches --filter (empty: every row); e.g. "M=16 " or
+// "dsv3 dense up".
+inline bool row_selected(const std::string& filter, const char* shape, long long m) {
+  const std::string label = std::string(shape) + " M=" + std::to_string(m) + " ";
+  return label.find(filter) != std::string::npos;
+}
 
 // Runs one family, or every family for "all"; writes the JSON report and the PNG roofline.
 // Returns the process exit status.

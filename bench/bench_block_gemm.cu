@@ -68,7 +68,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
               "TFLOP/s", "wGB/s", "%copy", "ltblk us", "TFLOP/s", "x blk", "lt1 us", "TFLOP/s", "x pt",
               "each config forced (us)");
   const std::vector<std::int64_t> token_counts =
-      options.quick ? std::vector<std::int64_t>{1, 4096} : std::vector<std::int64_t>{1, 16, 64, 128, 4096};
+      options.quick ? std::vector<std::int64_t>{1, 4096} : std::vector<std::int64_t>{1, 16, 32, 64, 128, 4096};
   nlohmann::json results = nlohmann::json::array();
   for (const GemmShape& s : kShapes) {
     const std::int64_t n = s.n, k = s.k, kb = (k + 127) / 128, nb = (n + 127) / 128;
@@ -83,6 +83,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       fill_scales(static_cast<float*>(weight_scales.back()->get()), padded_scale_count(nb, kb), 1.0f / 256);
     }
     for (std::int64_t m : token_counts) {
+      if (!row_selected(options.filter, s.name, m)) continue;
       const std::int64_t m_aligned = (m + 3) / 4 * 4;
       DeviceMemory x(m * k), x_scales(padded_scale_count(m, kb) * 4), y(m * n * 2), scalar(16);
       fill_random_bytes(x.get(), m * k, 5, 0xF7);
@@ -93,7 +94,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       // Every configuration that applies to this M is also forced once below; one workspace
       // sized for the largest of them serves the default run and every forced one.
       const std::vector<const char*> configs =
-          m <= 32   ? std::vector<const char*>{"decode32", "decode64", "prefill128x128", "prefill64x128pp"}
+          m <= 32   ? std::vector<const char*>{"gemv_split_k", "decode32", "decode64", "prefill128x128", "prefill64x128pp"}
           : m <= 64 ? std::vector<const char*>{"decode64", "prefill128x128", "prefill64x128pp"}
                     : std::vector<const char*>{"prefill128x128", "prefill64x128pp"};
       std::int64_t ws_bytes = block_fp8_mm_workspace_bytes(m, n, k, layout, DType::kBF16);

@@ -100,7 +100,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
               "tokch us", "+%", "i8 us", "azp us", "azpt us", "+%", "+%", "lti8 us", "x lti8");
   const std::vector<std::int64_t> token_counts =
       options.quick ? std::vector<std::int64_t>{1, 4096}
-                    : std::vector<std::int64_t>{1, 16, 64, 128, 4096, 8192};
+                    : std::vector<std::int64_t>{1, 16, 32, 64, 128, 4096, 8192};
   nlohmann::json results = nlohmann::json::array();
   for (const GemmShape& s : kShapes) {
     const std::int64_t n = s.n, k = s.k;
@@ -118,6 +118,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
     fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp_adj.get()), n, -300);
     fill_scales(static_cast<float*>(scalar.get()), 4, 1.0f / 64);
     for (std::int64_t m : token_counts) {
+      if (!row_selected(options.filter, s.name, m)) continue;
       DeviceMemory x8(m * k), xi(m * k), a_scales(m * 4), azp(m * 4), y(m * n * 2), acc(m * n * 4);
       fill_random_bytes(x8.get(), m * k, 5, 0xF7);
       fill_random_bytes(xi.get(), m * k, 6, 0xFF);
@@ -126,7 +127,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       check(cudaGetLastError(), "fill");
       std::int64_t ws_bytes = 0;
       for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
-        for (const char* config : {"large128x128", "medium64x128", "decode_swap_ab"}) {
+        for (const char* config : {"large128x128", "medium64x128", "decode_swap_ab", "gemv_split_k"}) {
           setenv("LOWBIT_SCALED_GEMM", config, 1);
           ws_bytes = std::max(ws_bytes, scaled_mm_workspace_bytes(m, n, k, ab, DType::kBF16));
           unsetenv("LOWBIT_SCALED_GEMM");
@@ -168,7 +169,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const std::size_t int8_at = ours(true, true, ScaledMmEpilogue::kScaled, nullptr);
       const std::size_t int8_azp_at = ours(true, true, ScaledMmEpilogue::kScaledAzp, nullptr);
       const std::size_t int8_azp_token_at = ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken, nullptr);
-      const char* const configs[] = {"large128x128", "medium64x128", "decode_swap_ab"};
+      // gemv_split_k holds at most 32 tokens (forced beyond that it would run the default).
+      std::vector<const char*> configs = {"large128x128", "medium64x128", "decode_swap_ab"};
+      if (m <= 32) configs.push_back("gemv_split_k");
       std::vector<std::size_t> config_at;
       for (const char* config : configs) config_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config));
 

@@ -38,7 +38,8 @@ void print_usage() {
       "                                           block-scaled and per-tensor FP8), gemm (scaled_mm\n"
       "                                           FP8/INT8 vs cuBLASLt FP8 and int8). Writes JSON and a\n"
       "                                           PNG roofline (default lowbit-bench-FAMILY.*);\n"
-      "                                           --filter: only quant rows whose label has TEXT\n"
+      "                                           --filter: only quant rows whose label has TEXT,\n"
+      "                                           or GEMM rows \"<shape> M=<m> \" (gemm, block-gemm)\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "common/device_buffer.cuh"
@@ -281,25 +282,31 @@ TEST(ScaledMmGpu, ModelShapesEveryTokenCount) {
 TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   // N and K off the tile grid (N % 8 == 0, K % 16 == 0); M off every tile.
   std::uint64_t salt = 5000;
-  for (const char* config : {"large128x128", "medium64x128", "decode_swap_ab"}) {
+  // M = 77 is off every tile; the GEMV (M <= 32) runs 5, 13 and 29 (token tiles of 8 / 16 / 32).
+  const std::pair<const char*, std::vector<std::int64_t>> configs[] = {
+      {"large128x128", {77}}, {"medium64x128", {77}}, {"decode_swap_ab", {77}},
+      {"gemv_split_k", {5, 13, 29}}};
+  for (const auto& [config, token_counts] : configs) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);
-    for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
-      for (int epilogue = 0; epilogue < (ab == DType::kInt8 ? 4 : 2); ++epilogue) {
-        for (int granularity = 0; granularity < 4; ++granularity) {
-          for (DType out : {DType::kBF16, DType::kFP16}) {
-            Options o;
-            o.ab = ab;
-            o.out = out;
-            o.per_token = granularity & 1;
-            o.per_channel = granularity & 2;
-            o.bias = epilogue >= 1;
-            o.azp_adj = epilogue >= 2;
-            o.azp = epilogue == 3;
-            const Problem p = make_problem(77, 264, 1040, o, salt += 10);
-            const Accuracy acc = check(p, run_gpu(p), salt);
-            expect_ok(p, acc, config);
-            EXPECT_EQ(acc.failures, 0) << config << " " << dtype_name(ab) << " epilogue " << epilogue
-                                       << " granularity " << granularity << " " << dtype_name(out);
+    for (std::int64_t m : token_counts) {
+      for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
+        for (int epilogue = 0; epilogue < (ab == DType::kInt8 ? 4 : 2); ++epilogue) {
+          for (int granularity = 0; granularity < 4; ++granularity) {
+            for (DType out : {DType::kBF16, DType::kFP16}) {
+              Options o;
+              o.ab = ab;
+              o.out = out;
+              o.per_token = granularity & 1;
+              o.per_channel = granularity & 2;
+              o.bias = epilogue >= 1;
+              o.azp_adj = epilogue >= 2;
+              o.azp = epilogue == 3;
+              const Problem p = make_problem(m, 264, 1040, o, salt += 10);
+              const Accuracy acc = check(p, run_gpu(p), salt);
+              expect_ok(p, acc, config);
+              EXPECT_EQ(acc.failures, 0) << config << " M=" << m << " " << dtype_name(ab) << " epilogue "
+                                         << epilogue << " granularity " << granularity << " " << dtype_name(out);
+            }
           }
         }
       }
@@ -308,15 +315,40 @@ TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   unsetenv("LOWBIT_SCALED_GEMM");
 }
 
+TEST(ScaledMmGpu, GemvNanCodesPoisonOnlyTheirRowAndColumn) {
+  // NaN codes through the GEMV's split-K sums and fp8 decoding: one in token 3 and one in
+  // weight row 37 (different K positions and signs) make exactly output row 3 and column 37
+  // NaN; the rest matches the reference.
+  const std::int64_t m = 13, n = 264, k = 1040;
+  Problem p = make_problem(m, n, k, Options{}, 7500);
+  p.a[3 * k + 515] = 0x7F;
+  p.b[37 * k + 1039] = 0xFF;
+  setenv("LOWBIT_SCALED_GEMM", "gemv_split_k", 1);
+  const std::vector<std::uint16_t> got = run_gpu(p);
+  unsetenv("LOWBIT_SCALED_GEMM");
+  std::int64_t wrong = 0;
+  for (std::int64_t row = 0; row < m; ++row) {
+    const std::vector<std::uint16_t> ref = reference_slice(p, row, 0, n);
+    for (std::int64_t col = 0; col < n; ++col) {
+      const bool want_nan = row == 3 || col == 37;
+      const float g = decode(p.o.out, got[row * n + col]), r = decode(p.o.out, ref[col]);
+      ASSERT_EQ(std::isnan(r), want_nan) << "reference at " << row << "," << col;
+      const bool ok = want_nan ? std::isnan(g) : std::fabs(g - r) <= 0.02f * std::fabs(r) + 1e-3f;
+      wrong += ok ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ScaledMmGpu, DeterministicAcrossRuns) {
-  for (std::int64_t m : {5, 300}) {  // stream-K decode tile, and the persistent one
+  for (std::int64_t m : {5, 300}) {  // the split-K GEMV, and the persistent tile
     const Problem p = make_problem(m, 4096, 14336, Options{}, 7000 + m);
     EXPECT_EQ(run_gpu(p), run_gpu(p)) << "M=" << m;
   }
 }
 
 TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
-  // Decode shape (stream-K workspace in use) captured once, replayed over new activations.
+  // Decode shape (the split-K GEMV) captured once, replayed over new activations.
   const std::int64_t m = 16, n = 4096, k = 14336;
   Options o;
   o.ab = DType::kInt8;

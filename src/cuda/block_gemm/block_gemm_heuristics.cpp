@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "block_fp8_gemv_launch.h"
 #include "block_gemm_config.h"
 
 namespace lowbit::cuda {
@@ -17,6 +18,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kDecode32: return "decode32";
     case BlockGemmTile::kDecode64: return "decode64";
     case BlockGemmTile::kPrefill64x128Pingpong: return "prefill64x128pp";
+    case BlockGemmTile::kGemvSplitK: return "gemv_split_k";
   }
   return "?";
 }
@@ -41,7 +43,7 @@ bool parse_override(BlockGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
-               "decode64 or prefill64x128pp)\n",
+               "decode64, prefill64x128pp or gemv_split_k)\n",
                text);
   return false;
 }
@@ -56,10 +58,22 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   config.a_scales_m_major = a_scales_m_major;
   // NOTE: M-major scales are loaded by TMA, whose global strides must be 16-byte multiples.
   config.realign_a_scales = a_scales_m_major && a_scale_stride_k % 4 != 0;
-  if (fp32_output) {
+  // The GEMV holds at most 32 tokens; a forced gemv_split_k falls back to the heuristic.
+  const bool forced = parse_override(config.tile) &&
+                      (config.tile != BlockGemmTile::kGemvSplitK || m <= kBlockFp8GemvMaxTokens);
+  if (forced && config.tile == BlockGemmTile::kGemvSplitK) {
+    // kept: the GEMV serves both output dtypes
+  } else if (!forced && m <= 8 && k >= 1024 && n * k <= (std::int64_t{64} << 20)) {
+    // The GEMV streams the weight once with no token padding and no workspace, in either
+    // output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md) it wins
+    // at M = 1 on the five DeepSeek-V3 shapes with K >= 1536 and weights <= 38 MB (1.1-1.3x);
+    // it loses at K = 512, on the 117 MB o_proj and at M = 16 (sm_90's emulated fp8 mma.sync
+    // binds before the weight stream does).
+    config.tile = BlockGemmTile::kGemvSplitK;
+  } else if (fp32_output) {
     // fp32 output is built for the prefill tile only (it is for checks, not for speed).
     config.tile = BlockGemmTile::kPrefill128x128;
-  } else if (!parse_override(config.tile)) {
+  } else if (!forced) {
     // Measured on an H200 over DeepSeek-V3's shapes (docs/perf/block_gemm.md): stream-K's
     // fixed costs outweigh its balance when K is short, where the persistent pingpong tile
     // wins; at long K the swapped stream-K tiles win for M <= 64; the 128 x 128 cooperative
@@ -76,6 +90,8 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
       config.tile = BlockGemmTile::kPrefill128x128;
     }
   }
+  // The GEMV reads scales through their strides; only the TMA tiles need the aligned copy.
+  if (config.tile == BlockGemmTile::kGemvSplitK) config.realign_a_scales = false;
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
   if (print) {
     std::fprintf(stderr, "[lowbit] block_fp8_mm m=%lld n=%lld k=%lld: %s\n",

@@ -1,5 +1,6 @@
 // Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor:
-// the swapped tile puts the tokens in wgmma's N and stream-K spreads the channel tiles over every
+// up to 16 tokens the split-K mma.sync GEMV reads it once with no tile padding; above that the
+// swapped tile puts the tokens in wgmma's N and stream-K spreads the channel tiles over every
 // SM along K. Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs busy as the
 // 128-row one; above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <cstring>
 
 #include "scaled_gemm_config.h"
+#include "scaled_gemv_launch.h"
 
 namespace lowbit::cuda {
 
@@ -15,6 +17,7 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kLarge128x128: return "large128x128";
     case ScaledGemmTile::kMedium64x128: return "medium64x128";
     case ScaledGemmTile::kDecodeSwapAB: return "decode_swap_ab";
+    case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
   }
   return "?";
 }
@@ -31,8 +34,8 @@ bool parse_override(ScaledGemmTile& tile) {
     }
   }
   std::fprintf(stderr,
-               "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128 or "
-               "decode_swap_ab)\n",
+               "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
+               "decode_swap_ab or gemv_split_k)\n",
                text);
   return false;
 }
@@ -42,13 +45,24 @@ bool parse_override(ScaledGemmTile& tile) {
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
                                            DType ab_dtype) {
   ScaledGemmConfig config;
-  if (!parse_override(config.tile)) {
+  // The GEMV holds at most 32 tokens; a forced gemv_split_k falls back to the heuristic above.
+  const bool forced = parse_override(config.tile) &&
+                      (config.tile != ScaledGemmTile::kGemvSplitK || m <= kScaledGemvMaxTokens);
+  if (!forced) {
     // Measured on an H200 (docs/perf/scaled_gemm.md): the swapped stream-K tile wins for
     // M <= 64 once the weight is larger than 32 MB; below that its fixed costs lose to the
     // persistent 64-row pingpong tile, which also wins up to M = 128. Above that the 128 x 128
     // pingpong tile wins; a 128 x 256 cooperative tile measured 3-23% slower on every Llama-3 /
     // DeepSeek-V3 shape at M >= 4096 and was dropped.
-    if (m <= 64 && n * k > (std::int64_t{32} << 20)) {
+    // The split-K GEMV (docs/perf/scaled_gemm.md, H200): int8 wins at M <= 16 on every shape
+    // (1.1-1.9x the swapped tile). fp8 goes through sm_90's emulated fp8 mma.sync, which binds
+    // earlier: it wins at M <= 8 (at worst a tie) and on weights up to 32 MB at M <= 16, but
+    // loses 1.9x to the swapped tile at M = 16 on the 59-132 MB weights.
+    const bool small_weight = n * k <= (std::int64_t{32} << 20);
+    const bool gemv = ab_dtype == DType::kInt8 ? m <= 16 : (m <= 8 || (m <= 16 && small_weight));
+    if (gemv) {
+      config.tile = ScaledGemmTile::kGemvSplitK;
+    } else if (m <= 64 && n * k > (std::int64_t{32} << 20)) {
       config.tile = ScaledGemmTile::kDecodeSwapAB;
     } else if (m <= 128) {
       config.tile = ScaledGemmTile::kMedium64x128;

@@ -5,6 +5,7 @@
 #include "../common/check.cuh"
 #include "scaled_gemm_instances.h"
 #include "scaled_gemm_launch.h"
+#include "scaled_gemv_launch.h"
 
 namespace lowbit::cuda {
 
@@ -16,7 +17,8 @@ const scaled_gemm::GemmEntry& entry_for_types(ScaledGemmTile tile) {
   switch (tile) {
     case ScaledGemmTile::kMedium64x128: return entry<ScaledGemmTile::kMedium64x128, kIn, kOut>();
     case ScaledGemmTile::kDecodeSwapAB: return entry<ScaledGemmTile::kDecodeSwapAB, kIn, kOut>();
-    case ScaledGemmTile::kLarge128x128: break;
+    case ScaledGemmTile::kLarge128x128:
+    case ScaledGemmTile::kGemvSplitK: break;  // not a CUTLASS kernel
   }
   return entry<ScaledGemmTile::kLarge128x128, kIn, kOut>();
 }
@@ -50,12 +52,14 @@ __global__ void azp_adjustment_kernel(const std::int8_t* __restrict__ b, std::in
 
 std::size_t scaled_gemm_workspace_bytes(const ScaledGemmProblem& problem,
                                         const ScaledGemmConfig& config) {
+  if (config.tile == ScaledGemmTile::kGemvSplitK) return 0;
   return entry_for(problem, config).workspace_bytes(problem);
 }
 
 void launch_scaled_gemm(const ScaledGemmProblem& problem, const ScaledGemmConfig& config,
                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
   (void)workspace_bytes;
+  if (config.tile == ScaledGemmTile::kGemvSplitK) return launch_scaled_gemv(problem, stream);
   entry_for(problem, config).run(problem, workspace, stream);
   check_launch("scaled_mm");
 }

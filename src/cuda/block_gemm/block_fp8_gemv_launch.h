@@ -1,0 +1,16 @@
+// Decode kernel of block_fp8_mm for M <= kBlockFp8GemvMaxTokens: split-K tensor-core GEMV with
+// per-step block-scale promotion (block_fp8_gemv.cu). No workspace; any A-scale layout.
+#pragma once
+
+#include <cstdint>
+
+#include "block_gemm_launch.h"
+
+namespace lowbit::cuda {
+
+inline constexpr std::int64_t kBlockFp8GemvMaxTokens = 32;
+inline constexpr int kBlockFp8GemvMaxWarps = 16;
+
+void launch_block_fp8_gemv(const BlockFp8GemmProblem& problem, cudaStream_t stream);
+
+}  // namespace lowbit::cuda
