@@ -54,12 +54,12 @@ LOWBIT_HOST_DEVICE float max_keep_nan(float x, float lo) {
 #endif
 }
 
-// e^-a for a in [0, 80] (callers clamp), within 2.5 ulp for a < 20 and 4.5 ulp at a = 80 (the
-// one-constant ln2 costs accuracy as n grows; tests/cpu/test_activation.cpp measures
-// it against double exp), branch-free, nine instructions on the device:
+// e^-a for a in [-80, 80] (callers clamp), within 2.7 ulp for |a| < 20 and 4.5 ulp at |a| = 80
+// (the one-constant ln2 costs accuracy as |n| grows; tests/cpu/test_activation.cpp measures it
+// against double exp), branch-free, nine instructions on the device:
 // -a = n ln2 + r with n = round(-a log2e) read off the bits of a magic-number fma and
 // |r| <= ln2/2; e^r by a degree-5 polynomial fitted for relative error (c0 = 1 so e^0 = 1);
-// then n (>= -116) is added to the exponent field, exact because every result is normal.
+// then n (in [-116, 116]) is added to the exponent field, exact because every result is normal.
 LOWBIT_HOST_DEVICE float exp_neg(float a) {
   const float kMinusLog2e = -1.44269502f;
   const float kLn2 = 0.693147182f;
@@ -77,12 +77,12 @@ LOWBIT_HOST_DEVICE float exp_neg(float a) {
   return bits_float(float_bits(p) + (float_bits(shifted) << 23));
 }
 
-// 1 / d for d in [1, 2], correctly rounded. The device takes the hardware approximation
+// 1 / d for d in [1, 2^126), correctly rounded. The device takes the hardware approximation
 // (MUFU.RCP, within 1 ulp) and one Newton step, the fast path of CUDA's own rcp.rn: 3
-// instructions instead of a range check and a branch. For normal d that step rounds correctly
-// (tests/gpu/test_exact_division_gpu.cu checks every float in [1, 2] against __frcp_rn), so it
-// equals the host's IEEE division bit for bit.
-LOWBIT_HOST_DEVICE float reciprocal_1_to_2(float d) {
+// instructions instead of a range check and a branch. There 1 / d is normal, and that step
+// rounds correctly (tests/gpu/test_silu_math_gpu.cu checks every float in [1, 2^117), the range
+// silu_mul uses, against __frcp_rn), so it equals the host's IEEE division bit for bit.
+LOWBIT_HOST_DEVICE float reciprocal_at_least_1(float d) {
 #if defined(__CUDA_ARCH__)
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
@@ -94,18 +94,18 @@ LOWBIT_HOST_DEVICE float reciprocal_1_to_2(float d) {
 
 // silu(g) * u = g * sigmoid(g) * u, with the optional SwiGLU clamp applied first:
 // g = min(g, limit), u = clamp(u, -limit, limit) (NaN passes through the clamp unchanged).
-// sigmoid(g) from t = e^-|g| in [e^-80, 1], so no step can overflow or divide:
-// sigmoid = 1 / (1 + t) for g >= 0 and t / (1 + t) for g < 0. Gates below -80 count as -80
-// (|silu| < 1.5e-33 there); NaN gates stay NaN through the final multiplies.
+// sigmoid(g) = 1 / (1 + e^-g) with e^-g taken at min(g, 80), so e^-g lies in [e^-80, e^80] and
+// 1 + e^-g in [1, 2^116): no step can overflow, and no sign select is needed (for g < 0 this
+// is as accurate as e^g / (1 + e^g), measured in tests/cpu/test_activation.cpp). Gates below
+// -80 count as -80 (|silu| < 1.5e-33 there); NaN gates stay NaN through the final multiplies.
 LOWBIT_HOST_DEVICE float silu_mul(float gate, float up, bool clamp, float limit) {
   if (clamp) {
     gate = gate > limit ? limit : gate;
     up = up > limit ? limit : (up < -limit ? -limit : up);
   }
   const float g = max_keep_nan(gate, -80.0f);
-  const float t = exp_neg(fminf(fabsf(g), 80.0f));
-  const float r = reciprocal_1_to_2(add_rn(1.0f, t));
-  const float sigmoid = g >= 0.0f ? r : mul_rn(t, r);
+  const float t = exp_neg(fminf(g, 80.0f));
+  const float sigmoid = reciprocal_at_least_1(add_rn(1.0f, t));
   return mul_rn(mul_rn(g, sigmoid), up);
 }
 

@@ -27,28 +27,31 @@ double ulps_between(float got, double want) {
   return std::fabs(got - want) / ulp;
 }
 
-// One-constant ln2 in the range reduction: the error grows with n, to 4.5 ulp at a = 80. Where
-// e^-a can still change 1 + e^-a (a < 17.4) it stays within 2.5 ulp.
+// One-constant ln2 in the range reduction: the error grows with |n|, to 4.5 ulp at |a| = 80.
+// For |a| < 20 it stays within 2.7 ulp (2.6 measured).
 TEST(SiluMath, ExpNegAccuracy) {
   double worst_small = 0, worst = 0;
   for (std::uint64_t bits = 0; bits < 0x42A00000u; bits += 97) {  // every 97th float in [0, 80)
-    const float a = bits_float(static_cast<std::uint32_t>(bits));
-    const double ulps = ulps_between(detail::exp_neg(a), std::exp(-static_cast<double>(a)));
-    worst = std::max(worst, ulps);
-    if (a < 20.0f) worst_small = std::max(worst_small, ulps);
+    for (const float a : {bits_float(static_cast<std::uint32_t>(bits)),
+                          -bits_float(static_cast<std::uint32_t>(bits))}) {
+      const double ulps = ulps_between(detail::exp_neg(a), std::exp(-static_cast<double>(a)));
+      worst = std::max(worst, ulps);
+      if (std::fabs(a) < 20.0f) worst_small = std::max(worst_small, ulps);
+    }
   }
-  EXPECT_LT(worst_small, 2.5);
+  EXPECT_LT(worst_small, 2.7);
   EXPECT_LT(worst, 5.0);
   EXPECT_EQ(detail::exp_neg(0.0f), 1.0f);
-  EXPECT_LT(ulps_between(detail::exp_neg(80.0f), std::exp(-80.0)), 5.0);  // n = -115: normal
+  EXPECT_LT(ulps_between(detail::exp_neg(80.0f), std::exp(-80.0)), 5.0);   // n = -115: normal
+  EXPECT_LT(ulps_between(detail::exp_neg(-80.0f), std::exp(80.0)), 5.0);   // n = 115: finite
 }
 
 // The host half of the contract; the device half (hardware seed + Newton == IEEE for every d in
-// [1, 2]) is tests/gpu/test_silu_math_gpu.cu.
+// [1, 2^117)) is tests/gpu/test_silu_math_gpu.cu.
 TEST(SiluMath, ReciprocalIsIeeeOnTheHost) {
-  for (std::uint32_t bits = float_bits(1.0f); bits <= float_bits(2.0f); bits += 7) {
+  for (std::uint32_t bits = float_bits(1.0f); bits <= float_bits(0x1p117f); bits += 7777) {
     const float d = bits_float(bits);
-    ASSERT_EQ(float_bits(detail::reciprocal_1_to_2(d)), float_bits(1.0f / d)) << d;
+    ASSERT_EQ(float_bits(detail::reciprocal_at_least_1(d)), float_bits(1.0f / d)) << d;
   }
 }
 
@@ -65,7 +68,7 @@ TEST(SiluMath, SiluMulAgainstDouble) {
       }
     }
   }
-  EXPECT_LT(worst, 6.0);
+  EXPECT_LT(worst, 6.5);  // 6.4 near g = -73 (|silu| < 1e-29 there), 3.9 for g >= -20
   // Gates below -80 count as -80: a tiny negative number, never NaN, also for -Inf.
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(detail::silu_mul(-200.0f, 1.0f, false, 0.0f), detail::silu_mul(-80.0f, 1.0f, false, 0));

@@ -246,6 +246,55 @@ TEST(TokenTensorQuantGpu, SpecialValuesStayInTheirRows) {
   }
 }
 
+// Dynamic per-tensor takes one cluster launch up to 1 MB of input (2^19 16-bit or 2^18 fp32
+// elements, src/cuda/quant/sm90_tensor_quant.cu) and the amax + quantize kernels above it:
+// exactly at the capacity, one vector past it, strided rows on both sides, and a NaN and an
+// Inf (the amax skips NaN; Inf makes an Inf scale) in the one-launch kernel.
+TEST(TokenTensorQuantGpu, DynamicPerTensorAcrossTheOneLaunchCapacity) {
+  for (DType in : {DType::kBF16, DType::kFP32}) {
+    const std::int64_t capacity = in == DType::kFP32 ? (1 << 18) : (1 << 19);
+    for (DType out : {DType::kFP8E4M3, DType::kInt8}) {
+      Case c;
+      c.op = Op::kPerTensorDynamic;
+      c.input_dtype = in;
+      c.output_dtype = out;
+      c.cols = 4096;
+      c.rows = capacity / 4096;
+      run_case(c);  // exactly at capacity
+      c.cols = 4104;
+      run_case(c);  // 8 * rows elements past it
+      c.cols = 1000;
+      c.input_pad = 24;
+      c.output_pad = 8;
+      c.rows = capacity / 1000;
+      run_case(c);  // strided, just below
+      c.rows += 1;
+      run_case(c);  // strided, just above
+    }
+  }
+  const std::int64_t m = 16, k = 7168;
+  for (const float special : {NAN, INFINITY}) {
+    SCOPED_TRACE(special);
+    std::vector<std::uint16_t> input(m * k);
+    for (std::int64_t i = 0; i < m * k; ++i) input[i] = float_to_bf16(std::sin(0.37f * i) * 2.5f);
+    input[5 * k + 77] = float_to_bf16(special);
+    Case c;
+    c.op = Op::kPerTensorDynamic;
+    c.rows = m;
+    c.cols = k;
+    std::vector<std::uint8_t> ref_out(m * k);
+    std::vector<float> ref_scale(1);
+    run_op(c, Device::kCPU, input.data(), ref_out.data(), ref_scale.data(), nullptr, nullptr);
+    DeviceBuffer d_in(m * k * 2), d_out(m * k), d_scale(4), d_ws(4);
+    d_in.upload(input);
+    d_out.fill_byte(0xA5);
+    run_op(c, Device::kCUDA, d_in.data(), d_out.data(), d_scale.data(), nullptr, d_ws.data());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(d_out.download<std::uint8_t>(), ref_out);
+    EXPECT_EQ(float_bits(d_scale.download<float>()[0]), float_bits(ref_scale[0]));
+  }
+}
+
 TEST(TokenTensorQuantGpu, MoreThan2To31Elements) {
   for (Op op : {Op::kPerToken, Op::kPerTensorDynamic}) {
     Case c;
@@ -256,41 +305,46 @@ TEST(TokenTensorQuantGpu, MoreThan2To31Elements) {
   }
 }
 
+// Both dynamic paths captured: 16 x 4096 (one cluster launch) and 256 x 4096 (memset, amax and
+// quantize kernels).
 TEST(TokenTensorQuantGpu, DynamicPerTensorInACudaGraph) {
-  const std::int64_t m = 256, k = 4096;
-  DeviceBuffer d_in(m * k * 2), d_out(m * k), d_scale(4), d_ws(4);
-  PerTensorQuantArgs args;
-  args.input = TensorView::contiguous(d_in.data(), DType::kBF16, {m, k}, Device::kCUDA);
-  args.output = TensorView::contiguous(d_out.data(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
-  args.scale = TensorView::contiguous(d_scale.data(), DType::kFP32, {1}, Device::kCUDA);
-  args.workspace = TensorView::contiguous(d_ws.data(), DType::kUInt8, {4}, Device::kCUDA);
-  args.dynamic = true;
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  cudaGraph_t graph;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  per_tensor_quant(args, stream);
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int replay = 0; replay < 2; ++replay) {  // new data each replay: a new scale each time
-    const auto input = testing::random_activations(DType::kBF16, m, k, k, 9000 + replay);
-    d_in.upload(input);
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    std::vector<std::uint8_t> ref(m * k);
-    std::vector<float> ref_scale(1);
-    PerTensorQuantArgs host = args;
-    host.input = TensorView::contiguous(const_cast<std::uint8_t*>(input.data()), DType::kBF16, {m, k});
-    host.output = TensorView::contiguous(ref.data(), DType::kFP8E4M3, {m, k});
-    host.scale = TensorView::contiguous(ref_scale.data(), DType::kFP32, {1});
-    per_tensor_quant(host);
-    EXPECT_EQ(d_out.download<std::uint8_t>(), ref);
-    EXPECT_EQ(d_scale.download<float>()[0], ref_scale[0]);
+  for (const std::int64_t m : {16, 256}) {
+    SCOPED_TRACE(m);
+    const std::int64_t k = 4096;
+    DeviceBuffer d_in(m * k * 2), d_out(m * k), d_scale(4), d_ws(4);
+    PerTensorQuantArgs args;
+    args.input = TensorView::contiguous(d_in.data(), DType::kBF16, {m, k}, Device::kCUDA);
+    args.output = TensorView::contiguous(d_out.data(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+    args.scale = TensorView::contiguous(d_scale.data(), DType::kFP32, {1}, Device::kCUDA);
+    args.workspace = TensorView::contiguous(d_ws.data(), DType::kUInt8, {4}, Device::kCUDA);
+    args.dynamic = true;
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    cudaGraph_t graph;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    per_tensor_quant(args, stream);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 2; ++replay) {  // new data each replay: a new scale each time
+      const auto input = testing::random_activations(DType::kBF16, m, k, k, 9000 + replay);
+      d_in.upload(input);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      std::vector<std::uint8_t> ref(m * k);
+      std::vector<float> ref_scale(1);
+      PerTensorQuantArgs host = args;
+      host.input = TensorView::contiguous(const_cast<std::uint8_t*>(input.data()), DType::kBF16, {m, k});
+      host.output = TensorView::contiguous(ref.data(), DType::kFP8E4M3, {m, k});
+      host.scale = TensorView::contiguous(ref_scale.data(), DType::kFP32, {1});
+      per_tensor_quant(host);
+      EXPECT_EQ(d_out.download<std::uint8_t>(), ref);
+      EXPECT_EQ(d_scale.download<float>()[0], ref_scale[0]);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 }
 
 }  // namespace

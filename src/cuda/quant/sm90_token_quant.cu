@@ -7,16 +7,14 @@
 //   quantizes from the registers. One DRAM read, and 2-3 rows in flight per SM.
 // - two-pass (longer rows): pass 1 reads the row with 16-byte loads (4 in flight per thread)
 //   and reduces; pass 2 reads the row again, which an L2 of 50-60 MB still holds, and writes.
-// per-tensor: an amax kernel (grid-stride, one atomicMax per block into a 4-byte workspace
-// zeroed by cudaMemsetAsync) and an elementwise quantize kernel that derives the scale from
-// the workspace, so nothing synchronizes the host. The quantize pass of the dynamic variant
-// walks the tensor backwards: the amax pass ended on its tail, which the L2 still holds.
+// Per-tensor quantization is in sm90_tensor_quant.cu.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <type_traits>
 
 #include "../../common/asymmetric_int8.h"
+#include "../common/block_reduce.cuh"
 #include "../common/check.cuh"
 #include "../common/device_properties.cuh"
 #include "../common/dispatch.cuh"
@@ -35,22 +33,6 @@ constexpr int kUnroll = 4;
 
 template <typename InTag>
 inline constexpr int kInBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
-
-// Block-wide reduction of one float with `op`; every thread gets the result. blockDim.x is a
-// multiple of 32 and scratch holds one float per warp.
-template <typename Op>
-__device__ float block_reduce(float value, Op op, float* scratch) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) {
-    value = op(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
-  }
-  __syncthreads();  // scratch may still be read from a previous reduction
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = value;
-  __syncthreads();
-  value = scratch[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) value = op(value, scratch[w]);
-  return value;
-}
 
 // Block-wide min of lo and max of hi in one pass: one pair of barriers for both. scratch holds
 // one float2 per warp.
@@ -84,10 +66,6 @@ __device__ __forceinline__ std::uint32_t pack4_asymmetric_codes(float q0, float 
   asm("cvt.pack.sat.s8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(c1), "r"(c0), "r"(high));
   return word;
 }
-
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
 
 // Calls visit(v, x) for every 8-element vector v of a row this thread owns (v = threadIdx.x,
 // + kThreads, ...), with kUnroll 16-byte loads issued before the first visit.
@@ -338,108 +316,6 @@ bool launch_resident(const RowQuantParams& p, float* scales, std::int32_t* zero_
   return launched;
 }
 
-// ---- per-tensor ---------------------------------------------------------------------------------
-
-// Element offsets of 8-element vector v in the input and the output. Contiguous tensors (the
-// common case) skip the 64-bit division that strided rows need.
-template <bool kContiguous>
-__device__ __forceinline__ void vector_offsets(const RowQuantParams& p, std::int64_t v,
-                                               std::int64_t& input_offset,
-                                               std::int64_t& output_offset) {
-  if constexpr (kContiguous) {
-    input_offset = output_offset = v * 8;
-  } else {
-    const std::int64_t vectors_per_row = p.cols / 8;
-    const std::int64_t row = v / vectors_per_row;
-    const std::int64_t col = (v - row * vectors_per_row) * 8;
-    input_offset = row * p.input_row_stride + col;
-    output_offset = row * p.output_row_stride + col;
-  }
-}
-
-// Grid-stride amax with kUnroll loads in flight per thread. Plain (not evict-first) loads: the
-// tail of the tensor, read last, should still be in L2 when the quantize pass starts there.
-template <typename InTag, bool kContiguous>
-__global__ void __launch_bounds__(kThreads)
-    tensor_amax_kernel(RowQuantParams p, std::uint32_t* amax_bits) {
-  __shared__ float scratch[kWarps];
-  const std::int64_t total = p.rows * (p.cols / 8);
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
-  float amax = 0.0f;
-  for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
-       base < total; base += stride * kUnroll) {
-    uint4 raw[kUnroll][kWordsPer8<InTag>];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t v = base + u * stride;
-      if (v >= total) continue;
-      std::int64_t in_offset, out_offset;
-      vector_offsets<kContiguous>(p, v, in_offset, out_offset);
-      const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
-                                                       in_offset * kInBytes<InTag>);
-#pragma unroll
-      for (int w = 0; w < kWordsPer8<InTag>; ++w) raw[u][w] = in[w];
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (base + u * stride >= total) continue;
-      float x[8];
-      unpack8(InTag{}, raw[u], x);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
-    }
-  }
-  amax = block_reduce(amax, MaxOp{}, scratch);
-  // Non-negative floats order like their bit patterns.
-  if (threadIdx.x == 0) atomicMax(amax_bits, __float_as_uint(amax));
-}
-
-// kUnroll vectors per thread (a block covers kThreads * kUnroll consecutive vectors), all
-// loaded before the first store.
-template <typename InTag, typename OutTag, bool kContiguous>
-__global__ void __launch_bounds__(kThreads)
-    tensor_quant_kernel(RowQuantParams p, float* scale_slot, const std::uint32_t* amax_bits,
-                        float amax_bound, float qmax) {
-  float scale;
-  if (amax_bits != nullptr) {  // dynamic: every block derives the same scale
-    const float amax = __uint_as_float(*amax_bits);
-    scale = __fdiv_rn(fmaxf(fminf(amax, amax_bound), p.eps), qmax);
-    if (blockIdx.x == 0 && threadIdx.x == 0) *scale_slot = scale;
-  } else {
-    scale = *scale_slot;
-  }
-  const std::int64_t total = p.rows * (p.cols / 8);
-  // Dynamic: the last blocks of the amax pass read the tensor's tail, so start there (L2 hits).
-  const std::int64_t block = amax_bits != nullptr ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const std::int64_t first = block * kThreads * kUnroll + threadIdx.x;
-  float x[kUnroll][8];
-  // Strided tensors keep each output offset from the load loop (it costs a 64-bit division);
-  // contiguous ones recompute v * 8 rather than hold 4 more 64-bit registers (measured: -4%).
-  std::int64_t out_offsets[kUnroll];
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const std::int64_t v = first + u * kThreads;
-    if (v >= total) continue;
-    std::int64_t in_offset;
-    vector_offsets<kContiguous>(p, v, in_offset, out_offsets[u]);
-    load8_as_float(InTag{}, static_cast<const char*>(p.input) + in_offset * kInBytes<InTag>, x[u]);
-  }
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const std::int64_t v = first + u * kThreads;
-    if (v >= total) continue;
-    const std::int64_t out_offset = kContiguous ? v * 8 : out_offsets[u];
-    float local_amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[u][i]));
-    float q[8];
-    divide_group(x[u], make_shared_divisor(scale, local_amax), q);
-    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
-  }
-}
-
-float qmax_of(DType output) { return output == DType::kFP8E4M3 ? kFP8E4M3Max : kInt8Max; }
-
 }  // namespace
 
 void launch_per_token_quant(const char* op, const RowQuantParams& p, float* scales,
@@ -462,43 +338,8 @@ void launch_per_token_quant(const char* op, const RowQuantParams& p, float* scal
       return;
     }
     dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
-      launch(in_tag, out_tag, std::false_type{}, qmax_of(p.output_dtype));
+      launch(in_tag, out_tag, std::false_type{}, quantized_max(p.output_dtype));
     });
-  });
-  check_launch(op);
-}
-
-void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* scale, bool dynamic,
-                             float amax_bound, std::uint32_t* amax_workspace,
-                             cudaStream_t stream) {
-  if (p.rows == 0 || p.cols == 0) return;
-  const std::int64_t vectors = p.rows * (p.cols / 8);
-  const std::int64_t quant_blocks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
-  const bool contiguous = p.input_row_stride == p.cols && p.output_row_stride == p.cols;
-  auto launch = [&](auto in_tag, auto contiguous_tag) {
-    using In = decltype(in_tag);
-    constexpr bool kContiguous = decltype(contiguous_tag)::value;
-    if (dynamic) {
-      check_cuda(cudaMemsetAsync(amax_workspace, 0, sizeof(std::uint32_t), stream), op,
-                 "cudaMemsetAsync");
-      const std::int64_t wanted = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
-      const std::int64_t blocks =
-          std::min<std::int64_t>(wanted, std::int64_t{current_device_sm_count(op)} * 8);
-      tensor_amax_kernel<In, kContiguous><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-          p, amax_workspace);
-    }
-    dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
-      tensor_quant_kernel<In, decltype(out_tag), kContiguous>
-          <<<static_cast<unsigned>(quant_blocks), kThreads, 0, stream>>>(
-              p, scale, dynamic ? amax_workspace : nullptr, amax_bound, qmax_of(p.output_dtype));
-    });
-  };
-  dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
-    if (contiguous) {
-      launch(in_tag, std::true_type{});
-    } else {
-      launch(in_tag, std::false_type{});
-    }
   });
   check_launch(op);
 }

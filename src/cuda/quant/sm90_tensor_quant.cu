@@ -1,0 +1,275 @@
+// Per-tensor quantization for sm_90a (recipe: docs/quant.md; bit-identical to
+// src/reference/token_quant.cpp).
+//
+// - static: one elementwise kernel with the caller's scale.
+// - dynamic, tensors of up to 1 MB (decode activations): one launch of one thread-block
+//   cluster that holds the tensor in registers, meets at the cluster barrier with the amax
+//   exchanged through distributed shared memory, and quantizes from the registers. One read,
+//   one launch, no workspace.
+// - dynamic, larger tensors: an amax kernel (grid-stride, one atomicMax per block into a 4-byte
+//   workspace zeroed by cudaMemsetAsync) and the elementwise kernel deriving the scale from the
+//   workspace, so nothing synchronizes the host. Its quantize pass walks the tensor backwards:
+//   the amax pass ended on its tail, which the L2 still holds.
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../common/block_reduce.cuh"
+#include "../common/check.cuh"
+#include "../common/device_properties.cuh"
+#include "../common/dispatch.cuh"
+#include "../common/exact_division.cuh"
+#include "../common/vector_io.cuh"
+#include "lowbit/formats.h"
+#include "token_quant_launch.h"
+
+namespace lowbit::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kUnroll = 4;
+
+template <typename InTag>
+inline constexpr int kInBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
+
+// Element offsets of 8-element vector v in the input and the output. Contiguous tensors (the
+// common case) skip the 64-bit division that strided rows need.
+template <bool kContiguous>
+__device__ __forceinline__ void vector_offsets(const RowQuantParams& p, std::int64_t v,
+                                               std::int64_t& input_offset,
+                                               std::int64_t& output_offset) {
+  if constexpr (kContiguous) {
+    input_offset = output_offset = v * 8;
+  } else {
+    const std::int64_t vectors_per_row = p.cols / 8;
+    const std::int64_t row = v / vectors_per_row;
+    const std::int64_t col = (v - row * vectors_per_row) * 8;
+    input_offset = row * p.input_row_stride + col;
+    output_offset = row * p.output_row_stride + col;
+  }
+}
+
+// Grid-stride amax with kUnroll loads in flight per thread. Plain (not evict-first) loads: the
+// tail of the tensor, read last, should still be in L2 when the quantize pass starts there.
+template <typename InTag, bool kContiguous>
+__global__ void __launch_bounds__(kThreads)
+    tensor_amax_kernel(RowQuantParams p, std::uint32_t* amax_bits) {
+  __shared__ float scratch[kWarps];
+  const std::int64_t total = p.rows * (p.cols / 8);
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
+  float amax = 0.0f;
+  for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x;
+       base < total; base += stride * kUnroll) {
+    uint4 raw[kUnroll][kWordsPer8<InTag>];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t v = base + u * stride;
+      if (v >= total) continue;
+      std::int64_t in_offset, out_offset;
+      vector_offsets<kContiguous>(p, v, in_offset, out_offset);
+      const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
+                                                       in_offset * kInBytes<InTag>);
+#pragma unroll
+      for (int w = 0; w < kWordsPer8<InTag>; ++w) raw[u][w] = in[w];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (base + u * stride >= total) continue;
+      float x[8];
+      unpack8(InTag{}, raw[u], x);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
+    }
+  }
+  amax = block_reduce(amax, MaxOp{}, scratch);
+  // Non-negative floats order like their bit patterns.
+  if (threadIdx.x == 0) atomicMax(amax_bits, __float_as_uint(amax));
+}
+
+// kUnroll vectors per thread (a block covers kThreads * kUnroll consecutive vectors), all
+// loaded before the first store.
+template <typename InTag, typename OutTag, bool kContiguous>
+__global__ void __launch_bounds__(kThreads)
+    tensor_quant_kernel(RowQuantParams p, float* scale_slot, const std::uint32_t* amax_bits,
+                        float amax_bound, float qmax) {
+  float scale;
+  if (amax_bits != nullptr) {  // dynamic: every block derives the same scale
+    const float amax = __uint_as_float(*amax_bits);
+    scale = __fdiv_rn(fmaxf(fminf(amax, amax_bound), p.eps), qmax);
+    if (blockIdx.x == 0 && threadIdx.x == 0) *scale_slot = scale;
+  } else {
+    scale = *scale_slot;
+  }
+  const std::int64_t total = p.rows * (p.cols / 8);
+  // Dynamic: the last blocks of the amax pass read the tensor's tail, so start there (L2 hits).
+  const std::int64_t block = amax_bits != nullptr ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const std::int64_t first = block * kThreads * kUnroll + threadIdx.x;
+  float x[kUnroll][8];
+  // Strided tensors keep each output offset from the load loop (it costs a 64-bit division);
+  // contiguous ones recompute v * 8 rather than hold 4 more 64-bit registers (measured: -4%).
+  std::int64_t out_offsets[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::int64_t v = first + u * kThreads;
+    if (v >= total) continue;
+    std::int64_t in_offset;
+    vector_offsets<kContiguous>(p, v, in_offset, out_offsets[u]);
+    load8_as_float(InTag{}, static_cast<const char*>(p.input) + in_offset * kInBytes<InTag>, x[u]);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::int64_t v = first + u * kThreads;
+    if (v >= total) continue;
+    const std::int64_t out_offset = kContiguous ? v * 8 : out_offsets[u];
+    float local_amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[u][i]));
+    float q[8];
+    divide_group(x[u], make_shared_divisor(scale, local_amax), q);
+    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
+  }
+}
+
+// ---- dynamic, small tensors: one cluster, one launch -------------------------------------------
+// kClusterBlocks blocks of kClusterThreads threads; thread t of block b holds vectors
+// b * kClusterThreads + t + u * kClusterStride for u < kHeldVectors, as 16-byte words (128 bytes,
+// 32 registers per thread), unpacked once for the amax and once for the codes.
+constexpr int kClusterBlocks = 8;  // the portable cluster size: launches on every sm_90 part
+constexpr int kClusterThreads = 1024;
+constexpr int kClusterStride = kClusterBlocks * kClusterThreads;
+constexpr int kHeldWords = 8;
+template <typename InTag>
+inline constexpr int kHeldVectors = kHeldWords / kWordsPer8<InTag>;
+
+template <typename InTag, typename OutTag, bool kContiguous>
+__global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kClusterThreads, 1)
+    tensor_quant_one_launch(RowQuantParams p, float* scale_slot, float amax_bound, float qmax) {
+  namespace cg = cooperative_groups;
+  constexpr int kVectors = kHeldVectors<InTag>;
+  constexpr int kWords = kWordsPer8<InTag>;
+  __shared__ float scratch[kClusterThreads / 32];
+  __shared__ float block_amax;
+  const std::int64_t total = p.rows * (p.cols / 8);
+  const std::int64_t first = blockIdx.x * kClusterThreads + threadIdx.x;
+
+  // Element offsets of vector v: the tensor holds at most 2^16 vectors, so 32-bit index math (64-bit
+  // offsets held for 8 vectors would spill at the 64-register cap of 1024-thread blocks).
+  const std::uint32_t vectors_per_row = static_cast<std::uint32_t>(p.cols / 8);
+  auto offsets = [&](std::uint32_t v, std::int64_t& input_offset, std::int64_t& output_offset) {
+    if constexpr (kContiguous) {
+      input_offset = output_offset = std::int64_t{v} * 8;
+    } else {
+      const std::uint32_t row = v / vectors_per_row;
+      const std::uint32_t col = (v - row * vectors_per_row) * 8;
+      input_offset = row * p.input_row_stride + col;
+      output_offset = row * p.output_row_stride + col;
+    }
+  };
+
+  uint4 raw[kVectors][kWords];
+#pragma unroll
+  for (int u = 0; u < kVectors; ++u) {
+    const std::int64_t v = first + u * kClusterStride;
+    if (v >= total) continue;
+    std::int64_t in_offset, out_offset;
+    offsets(static_cast<std::uint32_t>(v), in_offset, out_offset);
+    const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
+                                                     in_offset * kInBytes<InTag>);
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) raw[u][w] = in[w];
+  }
+  float amax = 0.0f;  // fmaxf drops NaN, as in the reference
+#pragma unroll
+  for (int u = 0; u < kVectors; ++u) {
+    if (first + u * kClusterStride >= total) continue;
+    float x[8];
+    unpack8(InTag{}, raw[u], x);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
+  }
+  amax = block_reduce(amax, MaxOp{}, scratch);
+  if (threadIdx.x == 0) block_amax = amax;
+
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // release/acquire: every block's maximum is visible to the whole cluster
+  float tensor_amax = 0.0f;
+#pragma unroll
+  for (int b = 0; b < kClusterBlocks; ++b) {
+    tensor_amax = fmaxf(tensor_amax, *cluster.map_shared_rank(&block_amax, b));
+  }
+  const float scale = __fdiv_rn(fmaxf(fminf(tensor_amax, amax_bound), p.eps), qmax);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale_slot = scale;
+
+#pragma unroll
+  for (int u = 0; u < kVectors; ++u) {
+    const std::int64_t v = first + u * kClusterStride;
+    if (v >= total) continue;
+    std::int64_t in_offset, out_offset;
+    offsets(static_cast<std::uint32_t>(v), in_offset, out_offset);
+    float x[8];
+    unpack8(InTag{}, raw[u], x);
+    float local_amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[i]));
+    float q[8];
+    divide_group(x, make_shared_divisor(scale, local_amax), q);
+    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
+  }
+  cluster.sync();  // no block may exit while another still reads its block_amax
+}
+
+template <typename InTag>
+constexpr std::int64_t one_launch_capacity_vectors() {
+  return std::int64_t{kClusterStride} * kHeldVectors<InTag>;
+}
+
+}  // namespace
+
+void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* scale, bool dynamic,
+                             float amax_bound, std::uint32_t* amax_workspace,
+                             cudaStream_t stream) {
+  if (p.rows == 0 || p.cols == 0) return;
+  const std::int64_t vectors = p.rows * (p.cols / 8);
+  const std::int64_t quant_blocks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+  const bool contiguous = p.input_row_stride == p.cols && p.output_row_stride == p.cols;
+  auto launch = [&](auto in_tag, auto contiguous_tag) {
+    using In = decltype(in_tag);
+    constexpr bool kContiguous = decltype(contiguous_tag)::value;
+    if (dynamic && vectors <= one_launch_capacity_vectors<In>()) {
+      dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
+        tensor_quant_one_launch<In, decltype(out_tag), kContiguous>
+            <<<kClusterBlocks, kClusterThreads, 0, stream>>>(p, scale, amax_bound,
+                                                             quantized_max(p.output_dtype));
+      });
+      return;
+    }
+    if (dynamic) {
+      check_cuda(cudaMemsetAsync(amax_workspace, 0, sizeof(std::uint32_t), stream), op,
+                 "cudaMemsetAsync");
+      const std::int64_t wanted = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+      const std::int64_t blocks =
+          std::min<std::int64_t>(wanted, std::int64_t{current_device_sm_count(op)} * 8);
+      tensor_amax_kernel<In, kContiguous><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+          p, amax_workspace);
+    }
+    dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
+      tensor_quant_kernel<In, decltype(out_tag), kContiguous>
+          <<<static_cast<unsigned>(quant_blocks), kThreads, 0, stream>>>(
+              p, scale, dynamic ? amax_workspace : nullptr, amax_bound, quantized_max(p.output_dtype));
+    });
+  };
+  dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
+    if (contiguous) {
+      launch(in_tag, std::true_type{});
+    } else {
+      launch(in_tag, std::false_type{});
+    }
+  });
+  check_launch(op);
+}
+
+}  // namespace lowbit::cuda
