@@ -17,24 +17,31 @@
 namespace lowbit {
 namespace {
 
-__global__ void count_reciprocal_mismatches(unsigned long long* mismatches) {
+// counts[0]: mismatches; counts[1]: floats checked (proves the whole range ran).
+__global__ void count_reciprocal_mismatches(unsigned long long* counts) {
   const std::uint32_t first = 0x3F800000u;         // 1.0f
   const std::uint32_t count = 117u * 0x00800000u;  // every float in [1, 2^117): ~981 million
+  unsigned long long checked = 0;
   for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
        i += gridDim.x * blockDim.x) {
     const float d = __uint_as_float(first + i);
     if (__float_as_uint(detail::reciprocal_at_least_1(d)) != __float_as_uint(__frcp_rn(d))) {
-      atomicAdd(mismatches, 1ull);
+      atomicAdd(&counts[0], 1ull);
     }
+    ++checked;
   }
+  atomicAdd(&counts[1], checked);
 }
 
 TEST(SiluMathGpu, ReciprocalEqualsIeeeForEveryFloatIn1To2Pow117) {
-  testing::DeviceBuffer mismatches(sizeof(unsigned long long));
-  mismatches.fill_byte(0);
-  count_reciprocal_mismatches<<<1056, 256>>>(static_cast<unsigned long long*>(mismatches.data()));
+  testing::DeviceBuffer counts(2 * sizeof(unsigned long long));
+  counts.fill_byte(0);
+  count_reciprocal_mismatches<<<1056, 256>>>(static_cast<unsigned long long*>(counts.data()));
+  LOWBIT_TEST_CUDA(cudaGetLastError());
   LOWBIT_TEST_CUDA(cudaDeviceSynchronize());
-  EXPECT_EQ(mismatches.download<unsigned long long>()[0], 0ull);
+  const auto got = counts.download<unsigned long long>();
+  EXPECT_EQ(got[0], 0ull);
+  EXPECT_EQ(got[1], 117ull * 0x00800000u);
 }
 
 __global__ void silu_mul_on_device(const std::uint32_t* gates, float up, bool clamp, float limit,

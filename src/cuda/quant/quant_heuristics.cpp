@@ -85,4 +85,17 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
   return config;
 }
 
+bool choose_per_tensor_one_launch(const char* op, bool fits_one_launch) {
+  static const bool forced_two_pass = [] {
+    const char* text = std::getenv("LOWBIT_PER_TENSOR_DYNAMIC");
+    return text && std::strcmp(text, "two_pass") == 0;
+  }();
+  const bool one_launch = fits_one_launch && !forced_two_pass;
+  if (print_config()) {
+    std::fprintf(stderr, "[lowbit] %s: dynamic per-tensor -> %s\n", op,
+                 one_launch ? "one_launch (16-block cluster)" : "two_pass (amax + quantize)");
+  }
+  return one_launch;
+}
+
 }  // namespace lowbit::cuda

@@ -1,7 +1,8 @@
 // Launch configuration of the group quantization kernels, chosen from the problem size. Host
 // code, no CUDA header. LOWBIT_PRINT_CONFIG=1 prints each choice to stderr. For tuning runs
 // and tests: LOWBIT_QUANT_KERNEL=direct|pipelined, LOWBIT_QUANT_BLOCKS_PER_SM=1..3 and
-// LOWBIT_QUANT_VECTORS=1|2|4 override the choice.
+// LOWBIT_QUANT_VECTORS=1|2|4 override the choice; LOWBIT_PER_TENSOR_DYNAMIC=two_pass forces the
+// amax + quantize kernels of dynamic per_tensor_quant.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +26,9 @@ struct GroupQuantConfig {
 GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_bytes,
                                            std::int64_t total_groups, int group_size,
                                            bool compute_heavy, int sm_count);
+
+// Dynamic per_tensor_quant: one cluster launch where the tensor fits its registers
+// (`fits_one_launch`, up to 1 MB), else the memset + amax + quantize kernels.
+bool choose_per_tensor_one_launch(const char* op, bool fits_one_launch);
 
 }  // namespace lowbit::cuda

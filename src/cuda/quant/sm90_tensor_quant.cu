@@ -2,8 +2,8 @@
 // src/reference/token_quant.cpp).
 //
 // - static: one elementwise kernel with the caller's scale.
-// - dynamic, tensors of up to 1 MB (decode activations): one launch of one thread-block
-//   cluster that holds the tensor in registers, meets at the cluster barrier with the amax
+// - dynamic, tensors of up to 1 MB (decode activations): one launch of one 16-block
+//   thread-block cluster that holds the tensor in registers, meets at the cluster barrier with the amax
 //   exchanged through distributed shared memory, and quantizes from the registers. One read,
 //   one launch, no workspace.
 // - dynamic, larger tensors: an amax kernel (grid-stride, one atomicMax per block into a 4-byte
@@ -23,6 +23,7 @@
 #include "../common/exact_division.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
+#include "quant_heuristics.h"
 #include "token_quant_launch.h"
 
 namespace lowbit::cuda {
@@ -135,18 +136,20 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- dynamic, small tensors: one cluster, one launch -------------------------------------------
-// kClusterBlocks blocks of kClusterThreads threads; thread t of block b holds vectors
-// b * kClusterThreads + t + u * kClusterStride for u < kHeldVectors, as 16-byte words (128 bytes,
-// 32 registers per thread), unpacked once for the amax and once for the codes.
-constexpr int kClusterBlocks = 8;  // the portable cluster size: launches on every sm_90 part
+// kClusterBlocks blocks of kClusterThreads threads, one per SM; thread t of block b holds vectors
+// b * kClusterThreads + t + u * kClusterStride for u < kHeldVectors, as 16-byte words (64 bytes,
+// 16 registers per thread), unpacked once for the amax and once for the codes. 16 blocks is a
+// non-portable cluster size (H100/H200 run it): each SM streams at a few times its share of
+// the copy bandwidth at most, so twice the SMs of the portable 8 halve the time.
+constexpr int kClusterBlocks = 16;
 constexpr int kClusterThreads = 1024;
 constexpr int kClusterStride = kClusterBlocks * kClusterThreads;
-constexpr int kHeldWords = 8;
+constexpr int kHeldWords = 4;
 template <typename InTag>
 inline constexpr int kHeldVectors = kHeldWords / kWordsPer8<InTag>;
 
 template <typename InTag, typename OutTag, bool kContiguous>
-__global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kClusterThreads, 1)
+__global__ void __launch_bounds__(kClusterThreads, 1)
     tensor_quant_one_launch(RowQuantParams p, float* scale_slot, float amax_bound, float qmax) {
   namespace cg = cooperative_groups;
   constexpr int kVectors = kHeldVectors<InTag>;
@@ -156,8 +159,8 @@ __global__ void __cluster_dims__(kClusterBlocks, 1, 1) __launch_bounds__(kCluste
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t first = blockIdx.x * kClusterThreads + threadIdx.x;
 
-  // Element offsets of vector v: the tensor holds at most 2^16 vectors, so 32-bit index math (64-bit
-  // offsets held for 8 vectors would spill at the 64-register cap of 1024-thread blocks).
+  // Element offsets of vector v: the tensor holds at most 2^16 vectors, so 32-bit index math
+  // (cheaper than the 64-bit division, and fewer registers under the 1024-thread cap of 64).
   const std::uint32_t vectors_per_row = static_cast<std::uint32_t>(p.cols / 8);
   auto offsets = [&](std::uint32_t v, std::int64_t& input_offset, std::int64_t& output_offset) {
     if constexpr (kContiguous) {
@@ -227,6 +230,43 @@ constexpr std::int64_t one_launch_capacity_vectors() {
   return std::int64_t{kClusterStride} * kHeldVectors<InTag>;
 }
 
+// Launches tensor_quant_one_launch as one cluster; false (nothing launched) where the device
+// cannot schedule a 16-block cluster of it, checked once per kernel.
+template <typename InTag, typename OutTag, bool kContiguous>
+bool launch_one_cluster(const char* op, const RowQuantParams& p, float* scale, float amax_bound,
+                        cudaStream_t stream) {
+  auto kernel = tensor_quant_one_launch<InTag, OutTag, kContiguous>;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(kClusterBlocks);
+  config.blockDim = dim3(kClusterThreads);
+  config.stream = stream;
+  cudaLaunchAttribute cluster;
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = kClusterBlocks;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  static const bool launchable = [&] {
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+        cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return clusters >= 1;
+  }();
+  if (!launchable) return false;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, p, scale, amax_bound,
+                                quantized_max(p.output_dtype)),
+             op, "cudaLaunchKernelEx");
+  return true;
+}
+
 }  // namespace
 
 void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* scale, bool dynamic,
@@ -239,13 +279,13 @@ void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* sca
   auto launch = [&](auto in_tag, auto contiguous_tag) {
     using In = decltype(in_tag);
     constexpr bool kContiguous = decltype(contiguous_tag)::value;
-    if (dynamic && vectors <= one_launch_capacity_vectors<In>()) {
+    if (dynamic && choose_per_tensor_one_launch(op, vectors <= one_launch_capacity_vectors<In>())) {
+      bool launched = false;
       dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
-        tensor_quant_one_launch<In, decltype(out_tag), kContiguous>
-            <<<kClusterBlocks, kClusterThreads, 0, stream>>>(p, scale, amax_bound,
-                                                             quantized_max(p.output_dtype));
+        launched = launch_one_cluster<In, decltype(out_tag), kContiguous>(op, p, scale,
+                                                                          amax_bound, stream);
       });
-      return;
+      if (launched) return;
     }
     if (dynamic) {
       check_cuda(cudaMemsetAsync(amax_workspace, 0, sizeof(std::uint32_t), stream), op,
