@@ -14,7 +14,7 @@ struct BenchOptions {
   std::string json_path;  // empty: lowbit-bench-<family>.json in the current directory
   std::string png_path;   // empty: lowbit-bench-<family>.png
   bool quick = false;     // fewer shapes and repetitions (smoke runs)
-  std::string filter;     // only rows whose label contains this text (quant, gemm, block-gemm)
+  std::string filter;     // only rows whose label contains this text (quant, gemm, block-gemm, nvfp4)
 };
 
 // Whether the GEMM row "<shape> M=<m> " matches --filter (empty: every row); e.g. "M=16 " or

@@ -139,7 +139,9 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
       auto view3 = [&](DeviceMemory& d, std::int64_t div, DType dtype) {
         return TensorView::contiguous(d.get(), dtype, {e, n, k / div}, Device::kCUDA);
       };
+      const std::string shape = std::string(m.name) + " " + (gate_up ? "gate_up" : "down");
       for (std::int64_t tokens : token_counts) {
+        if (!row_selected(options.filter, shape.c_str(), tokens)) continue;
         // Routing sets: enough that the weight bytes of successive launches exceed 2.5x L2.
         std::vector<RoutingSet> sets;
         sets.push_back(make_routing(m, tokens, rng));

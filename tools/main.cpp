@@ -39,7 +39,8 @@ void print_usage() {
       "                                           FP8/INT8 vs cuBLASLt FP8 and int8). Writes JSON and a\n"
       "                                           PNG roofline (default lowbit-bench-FAMILY.*);\n"
       "                                           --filter: only quant rows whose label has TEXT,\n"
-      "                                           or GEMM rows \"<shape> M=<m> \" (gemm, block-gemm)\n"
+      "                                           GEMM rows \"<shape> M=<m> \" (gemm, block-gemm) or\n"
+      "                                           nvfp4 rows \"<model> <proj> M=<m> \"\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }
