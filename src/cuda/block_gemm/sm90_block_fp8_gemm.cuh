@@ -11,10 +11,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <string>
 
+#include "../common/cutlass_run.cuh"
 #include "block_gemm_launch.h"
-#include "lowbit/error.h"
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/detail/blockwise_scale_layout.hpp"
@@ -145,23 +144,8 @@ struct BlockFp8Gemm {
 
   static void run(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t stride_m,
                   std::int64_t stride_k, void* workspace, cudaStream_t stream) {
-    Gemm gemm;
-    auto args = arguments(p, a_scales, stride_m, stride_k);
-    const char* stage = "can_implement";
-    cutlass::Status status = gemm.can_implement(args);
-    if (status == cutlass::Status::kSuccess) {
-      stage = "initialize";
-      status = gemm.initialize(args, workspace, stream);
-    }
-    if (status == cutlass::Status::kSuccess) {
-      stage = "run";
-      status = gemm.run(stream);
-    }
-    if (status != cutlass::Status::kSuccess) {
-      throw Error("block_fp8_mm", std::string("CUTLASS ") + stage, "kSuccess",
-                  std::string(cutlass::cutlassGetStatusString(status)) + " for M=" +
-                  std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
-    }
+    run_cutlass_gemm<Gemm>("block_fp8_mm", arguments(p, a_scales, stride_m, stride_k), workspace,
+                           stream, p.m, p.n, p.k);
   }
 };
 

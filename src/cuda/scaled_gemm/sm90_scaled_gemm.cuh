@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
@@ -30,7 +29,7 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
-#include "lowbit/error.h"
+#include "../common/cutlass_run.cuh"
 #include "scaled_gemm_instances.h"
 #include "scaled_gemm_launch.h"
 
@@ -214,24 +213,7 @@ struct ScaledGemm {
   }
 
   static void run(const ScaledGemmProblem& p, void* workspace, cudaStream_t stream) {
-    Gemm gemm;
-    auto args = arguments(p);
-    const char* stage = "can_implement";
-    cutlass::Status status = gemm.can_implement(args);
-    if (status == cutlass::Status::kSuccess) {
-      stage = "initialize";
-      status = gemm.initialize(args, workspace, stream);
-    }
-    if (status == cutlass::Status::kSuccess) {
-      stage = "run";
-      status = gemm.run(stream);
-    }
-    if (status != cutlass::Status::kSuccess) {
-      throw Error("scaled_mm", std::string("CUTLASS ") + stage, "kSuccess",
-                  std::string(cutlass::cutlassGetStatusString(status)) + " for M=" +
-                      std::to_string(p.m) + " N=" + std::to_string(p.n) +
-                      " K=" + std::to_string(p.k));
-    }
+    run_cutlass_gemm<Gemm>("scaled_mm", arguments(p), workspace, stream, p.m, p.n, p.k);
   }
 };
 
