@@ -42,22 +42,58 @@ inline std::int64_t nvfp4_gemv_scale_byte(std::int64_t row, std::int64_t k, std:
   return c.chunk_index * 64 + c.lane * 2 + c.half;
 }
 
-// 2:4 values: 256 bytes per chunk, 8 per lane; word w = j / 2 holds steps 2w and 2w + 1, the
-// kept pair of (step j, half) at nibbles p = 2 * (j % 2) + half (lower position) and p + 4.
+// 2:4 layout: the sparse tensor cores (mma.sp m16n8k32) take a chunk in two 32-deep steps s.
+// The chunk's 16 groups of 4 K values, a = (k % 64) / 4, are mma group i = 2 * (a % 4) + a / 8 of
+// step s = (a % 8) / 4; lane 4 * (row % 8) + t holds the kept pairs of mma groups t (slot 0) and
+// t + 4 (slot 1) for both halves. (The activations follow: mma.sp's 4-wide groups span two
+// lanes' B fragments, so each lane loads half of each of its actual groups.)
+struct Nvfp4GemvSparseCoordinates {
+  std::int64_t chunk_index;
+  int g;        // row % 8
+  int half;     // 0: row % 16 < 8, 1: otherwise
+  int step;     // s: 0..1
+  int group;    // mma group i: 0..7
+};
+
+inline Nvfp4GemvSparseCoordinates nvfp4_gemv_sparse_coordinates(std::int64_t row,
+                                                                std::int64_t group,
+                                                                std::int64_t cols) {
+  const int in_tile = static_cast<int>(row % 16);
+  const int a = static_cast<int>(group % 16);
+  return {(row / 16) * (cols / 64) + group / 16, in_tile % 8, in_tile / 8, (a % 8) / 4,
+          2 * (a % 4) + a / 8};
+}
+
+// 2:4 values: 256 bytes per chunk, 8 per lane, one 32-bit word per step; the kept pair of
+// (slot, half) sits at nibbles 2 * slot + half (lower kept position) and that + 4.
 // `kept` is 0 for the lower kept position of the group, 1 for the higher.
 inline std::int64_t nvfp4_gemv_sparse_value_nibble(std::int64_t row, std::int64_t group,
                                                    int kept, std::int64_t cols) {
-  const Nvfp4GemvCoordinates c = nvfp4_gemv_coordinates(row, group * 4, cols);
-  const int nibble = 2 * (c.step % 2) + c.half + 4 * kept;
-  return (c.chunk_index * 256 + c.lane * 8 + (c.step / 2) * 4) * 2 + nibble;
+  const Nvfp4GemvSparseCoordinates c = nvfp4_gemv_sparse_coordinates(row, group, cols);
+  const int lane = 4 * c.g + c.group % 4;
+  const int nibble = 2 * (c.group / 4) + c.half + 4 * kept;
+  return (c.chunk_index * 256 + lane * 8 + c.step * 4) * 2 + nibble;
 }
 
-// 2:4 indices: 128 bytes per chunk, 4 per lane; the 4-bit code (i0 | i1 << 2) of (step j, half)
-// at nibble 2 * j + half of the lane's word.
+// 2:4 indices, as mma.sp metadata: 128 bytes per chunk, 4 per lane; lane 4g + 2s + h holds the
+// metadata word of step s, the code (i0 | i1 << 2) of row g, mma group 4h + q at nibble q and
+// of row g + 8 at nibble 4 + q.
 inline std::int64_t nvfp4_gemv_sparse_index_nibble(std::int64_t row, std::int64_t group,
                                                    std::int64_t cols) {
-  const Nvfp4GemvCoordinates c = nvfp4_gemv_coordinates(row, group * 4, cols);
-  return (c.chunk_index * 128 + c.lane * 4) * 2 + 2 * c.step + c.half;
+  const Nvfp4GemvSparseCoordinates c = nvfp4_gemv_sparse_coordinates(row, group, cols);
+  const int lane = 4 * c.g + 2 * c.step + c.group / 4;
+  return (c.chunk_index * 128 + lane * 4) * 2 + 4 * c.half + c.group % 4;
+}
+
+// 2:4 block scales: 64 bytes per chunk, 8 per row pair g; the scale of 16-K block b of the
+// chunk at byte 2b + half, so lane 4g + t reads blocks 2 * (t % 2) and + 1 as one 32-bit word
+// (the block of its step s at bytes 2s, 2s + 1).
+inline std::int64_t nvfp4_gemv_sparse_scale_byte(std::int64_t row, std::int64_t k,
+                                                 std::int64_t cols) {
+  const int in_tile = static_cast<int>(row % 16);
+  const std::int64_t chunk_index = (row / 16) * (cols / 64) + k / 64;
+  const int block = static_cast<int>(k % 64) / 16;
+  return chunk_index * 64 + (in_tile % 8) * 8 + 2 * block + in_tile / 8;
 }
 
 }  // namespace lowbit::detail

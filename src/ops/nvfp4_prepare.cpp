@@ -69,12 +69,13 @@ void pick_two(const std::uint8_t codes[4], int& first, int& second) {
   second = best[0] < best[1] ? best[1] : best[0];
 }
 
-// Row `row`'s block scales from [N, K / 16] row-major into the GEMV layout (shared by the dense
-// and 2:4 layouts).
+// Row `row`'s block scales from [N, K / 16] row-major into a GEMV layout: `scale_byte` is
+// detail::nvfp4_gemv_scale_byte (dense) or detail::nvfp4_gemv_sparse_scale_byte (2:4).
+template <typename ScaleByte>
 void relayout_scale_row(const std::uint8_t* from, std::uint8_t* to, std::int64_t row,
-                        std::int64_t cols) {
+                        std::int64_t cols, ScaleByte scale_byte) {
   for (std::int64_t k = 0; k < cols; k += 16) {
-    to[detail::nvfp4_gemv_scale_byte(row, k, cols)] = from[row * (cols / 16) + k / 16];
+    to[scale_byte(row, k, cols)] = from[row * (cols / 16) + k / 16];
   }
 }
 
@@ -166,7 +167,7 @@ void nvfp4_relayout_for_gemv(const TensorView& packed, const TensorView& block_s
         write_nibble(to, detail::nvfp4_gemv_dense_nibble(r, k, shape.cols),
                      read_nibble(from, r * shape.cols + k));
       }
-      relayout_scale_row(scales_from, scales_to, r, shape.cols);
+      relayout_scale_row(scales_from, scales_to, r, shape.cols, detail::nvfp4_gemv_scale_byte);
     }
   }
 }
@@ -203,7 +204,8 @@ void nvfp4_sparse24_relayout_for_gemv(const TensorView& values, const TensorView
         write_nibble(i_to, detail::nvfp4_gemv_sparse_index_nibble(r, g, shape.cols),
                      read_nibble(i_from, v));
       }
-      relayout_scale_row(scales_from, scales_to, r, shape.cols);
+      relayout_scale_row(scales_from, scales_to, r, shape.cols,
+                         detail::nvfp4_gemv_sparse_scale_byte);
     }
   }
 }

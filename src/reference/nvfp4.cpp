@@ -171,7 +171,7 @@ void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args) {
               const std::uint8_t value =
                   read_nibble(v, detail::nvfp4_gemv_sparse_value_nibble(n, group, kept, cols));
               return static_cast<double>(e2m1_to_float(value)) *
-                     fp8_e4m3_to_float(s[detail::nvfp4_gemv_scale_byte(n, k, cols)]);
+                     fp8_e4m3_to_float(s[detail::nvfp4_gemv_sparse_scale_byte(n, k, cols)]);
             });
 }
 

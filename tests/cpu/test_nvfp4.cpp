@@ -166,11 +166,14 @@ TEST(Nvfp4Sparse24, KeepsTwoLargestLowerIndexOnTies) {
 
 TEST(Nvfp4GemvLayout, EveryNibbleAndScaleHasOneHome) {
   const std::int64_t rows = 32, cols = 128;
-  std::set<std::int64_t> dense, scales, values, indices;
+  std::set<std::int64_t> dense, scales, sparse_scales, values, indices;
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t k = 0; k < cols; ++k) {
       dense.insert(detail::nvfp4_gemv_dense_nibble(r, k, cols));
-      if (k % 16 == 0) scales.insert(detail::nvfp4_gemv_scale_byte(r, k, cols));
+      if (k % 16 == 0) {
+        scales.insert(detail::nvfp4_gemv_scale_byte(r, k, cols));
+        sparse_scales.insert(detail::nvfp4_gemv_sparse_scale_byte(r, k, cols));
+      }
       if (k % 4 == 0) {
         indices.insert(detail::nvfp4_gemv_sparse_index_nibble(r, k / 4, cols));
         for (int kept = 0; kept < 2; ++kept) {
@@ -183,6 +186,8 @@ TEST(Nvfp4GemvLayout, EveryNibbleAndScaleHasOneHome) {
   EXPECT_EQ(*dense.rbegin(), rows * cols - 1);
   EXPECT_EQ(scales.size(), static_cast<std::size_t>(rows * cols / 16));
   EXPECT_EQ(*scales.rbegin(), rows * cols / 16 - 1);
+  EXPECT_EQ(sparse_scales.size(), static_cast<std::size_t>(rows * cols / 16));
+  EXPECT_EQ(*sparse_scales.rbegin(), rows * cols / 16 - 1);
   EXPECT_EQ(values.size(), static_cast<std::size_t>(rows * cols / 2));
   EXPECT_EQ(*values.rbegin(), rows * cols / 2 - 1);
   EXPECT_EQ(indices.size(), static_cast<std::size_t>(rows * cols / 4));
@@ -190,6 +195,13 @@ TEST(Nvfp4GemvLayout, EveryNibbleAndScaleHasOneHome) {
   // docs/nvfp4.md example: row 9, k 70 -> chunk 1 of tile 0, lane 4*1 + 0, half 1, step 1,
   // position 2 -> pair 2*1 + 1 = 3 at nibble 3 of word 1 (byte 512 + 4*16 + 4 + 1, high nibble).
   EXPECT_EQ(detail::nvfp4_gemv_dense_nibble(9, 70, cols), (512 + 64 + 4) * 2 + 3);
+  // docs/nvfp4.md 2:4 example: row 9, group 17 (k 68..71) -> chunk 1, a = 1: step 0, mma group
+  // 2; lane 4 * 1 + 2, slot 0, half 1: value nibbles 1 and 5 of word 0; metadata in lane
+  // 4 * 1 + 0 at nibble 4 + 2; the scale of block 0 of the chunk at byte 64 + 8 + 2 * 0 + 1.
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_nibble(9, 17, 0, cols), (256 + 6 * 8) * 2 + 1);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_nibble(9, 17, 1, cols), (256 + 6 * 8) * 2 + 5);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_index_nibble(9, 17, cols), (128 + 4 * 4) * 2 + 6);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_scale_byte(9, 68, cols), 64 + 8 + 1);
 }
 
 // ---- GEMV references ---------------------------------------------------------------------------

@@ -6,8 +6,10 @@
 //
 // Decoding: an e2m1 code placed in a bf16's sign and low exponent/mantissa bits is the code's
 // value times 2^-126 (exact, subnormal for +-0.5); multiplying by a table entry e4m3 * 2^118 gives
-// (e2m1 * s_b) * 2^-8 exactly, and the epilogue multiplies by global * 2^8. 2:4 weights decode
-// only their kept pair per group of 4 and place it with one byte permute per half-group.
+// (e2m1 * s_b) * 2^-8 exactly, and the epilogue multiplies by global * 2^8. 2:4 weights run on
+// the sparse tensor cores (mma.sp m16n8k32): only the kept pairs are decoded, the stored 2-bit
+// indices are the instruction's metadata, and one 32-deep step covers 64 K of the chunk per
+// two instructions, so the 2:4 kernel decodes and multiplies half as much as the dense one.
 // Slots (expert, token list) are grid.y; idle slots and out-of-range ids cost one early exit.
 #include <cuda_runtime.h>
 
@@ -56,11 +58,24 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], std::uint32_t a0, std::u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Shared tables: e4m3 code -> bf16x2 (s_b * 2^118, both halves), and 2:4 index code
-// (i0 | i1 << 2) -> byte-permute selectors placing the kept pair at positions 0-1 and 2-3.
+// Sparse A (16 x 32, 2:4, the kept pairs in a0..a3) times B (32 x 8). The metadata of
+// selector kSelector comes from lanes 4g + 2 * kSelector + {0, 1}: nibble q < 4 holds the
+// (i0 | i1 << 2) code of row g, group 4 * (lane & 1) + q; nibble q + 4 that of row g + 8
+// (measured on H200 with a probe; docs/nvfp4.md, "GEMV layouts").
+template <int kSelector>
+__device__ __forceinline__ void mma_sp_bf16(float (&c)[4], const std::uint32_t (&a)[4],
+                                            std::uint32_t b0, std::uint32_t b1, std::uint32_t b2,
+                                            std::uint32_t b3, std::uint32_t metadata) {
+  asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(b2), "r"(b3),
+        "r"(metadata), "n"(kSelector));
+}
+
+// Shared table: e4m3 code -> bf16x2 (s_b * 2^118, both halves).
 struct Tables {
   std::uint32_t scale[256];
-  uint2 select[16];
 };
 
 __device__ void fill_tables(Tables& tables) {
@@ -69,15 +84,6 @@ __device__ void fill_tables(Tables& tables) {
     const std::uint32_t bits =
         float_to_bf16(fp8_e4m3_to_float(static_cast<std::uint8_t>(code)) * k2Pow118);
     tables.scale[code] = bits | (bits << 16);
-  }
-  if (threadIdx.x < 16) {
-    const int first = threadIdx.x & 3, second = threadIdx.x >> 2;
-    std::uint32_t source[4];
-    for (int position = 0; position < 4; ++position) {
-      // bytes 0-1: kept value 0, bytes 2-3: kept value 1, byte 4: zero
-      source[position] = position == first ? 0x10u : position == second ? 0x32u : 0x44u;
-    }
-    tables.select[threadIdx.x] = make_uint2(source[0] | source[1] << 8, source[2] | source[3] << 8);
   }
 }
 
@@ -91,9 +97,9 @@ struct ChunkWeights<false> {
 };
 template <>
 struct ChunkWeights<true> {
-  uint2 values;            // 4 steps x (2 rows x 2 kept codes)
-  std::uint32_t indices;   // 8 index codes: step j, half h at nibble 2j + h
-  std::uint32_t scales;
+  uint2 values;            // 2 sparse steps x (2 rows x 2 groups x 2 kept codes)
+  std::uint32_t metadata;  // mma.sp metadata of step lane % 4 / 2
+  std::uint32_t scales;    // byte 2s: row r, byte 2s + 1: row r + 8, of sparse step s
 };
 
 // The per-lane base addresses of one expert's tile.
@@ -106,11 +112,12 @@ struct TileAddress {
 template <bool kSparse>
 __device__ __forceinline__ ChunkWeights<kSparse> load_chunk(const TileAddress& at, int chunk) {
   ChunkWeights<kSparse> w;
-  w.scales = __ldcs(reinterpret_cast<const unsigned short*>(at.scales + chunk * 64));
   if constexpr (kSparse) {
+    w.scales = __ldcs(reinterpret_cast<const unsigned int*>(at.scales + chunk * 64));
     w.values = __ldcs(reinterpret_cast<const uint2*>(at.weights + chunk * 256));
-    w.indices = __ldcs(reinterpret_cast<const unsigned int*>(at.indices + chunk * 128));
+    w.metadata = __ldcs(reinterpret_cast<const unsigned int*>(at.indices + chunk * 128));
   } else {
+    w.scales = __ldcs(reinterpret_cast<const unsigned short*>(at.scales + chunk * 64));
     w.codes = __ldcs(reinterpret_cast<const uint4*>(at.weights + chunk * 512));
   }
   return w;
@@ -129,22 +136,20 @@ __device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, con
   a[3] = mul_bf16x2(e2m1_pair_bits<3>(q), scale_row8);  // row r + 8, k +2, +3
 }
 
+// A fragments (rows r, r + 8; mma groups lane % 4 and + 4, kept pairs) of sparse step kStep.
 template <int kStep>
 __device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, const Tables& tables,
                                                std::uint32_t (&a)[4]) {
-  const std::uint32_t scale_row = tables.scale[w.scales & 0xFF];
-  const std::uint32_t scale_row8 = tables.scale[(w.scales >> 8) & 0xFF];
-  const std::uint32_t q = kStep < 2 ? w.values.x : w.values.y;
-  const std::uint32_t kept_row = mul_bf16x2(e2m1_pair_bits<2 * (kStep % 2)>(q), scale_row);
-  const std::uint32_t kept_row8 = mul_bf16x2(e2m1_pair_bits<2 * (kStep % 2) + 1>(q), scale_row8);
-  const uint2 select_row = tables.select[(w.indices >> (8 * kStep)) & 0xF];
-  const uint2 select_row8 = tables.select[(w.indices >> (8 * kStep + 4)) & 0xF];
-  a[0] = __byte_perm(kept_row, 0, select_row.x);
-  a[1] = __byte_perm(kept_row8, 0, select_row8.x);
-  a[2] = __byte_perm(kept_row, 0, select_row.y);
-  a[3] = __byte_perm(kept_row8, 0, select_row8.y);
+  const std::uint32_t scale_row = tables.scale[(w.scales >> (16 * kStep)) & 0xFF];
+  const std::uint32_t scale_row8 = tables.scale[(w.scales >> (16 * kStep + 8)) & 0xFF];
+  const std::uint32_t q = kStep == 0 ? w.values.x : w.values.y;
+  a[0] = mul_bf16x2(e2m1_pair_bits<0>(q), scale_row);   // row r,     group lane % 4
+  a[1] = mul_bf16x2(e2m1_pair_bits<1>(q), scale_row8);  // row r + 8, group lane % 4
+  a[2] = mul_bf16x2(e2m1_pair_bits<2>(q), scale_row);   // row r,     group lane % 4 + 4
+  a[3] = mul_bf16x2(e2m1_pair_bits<3>(q), scale_row8);  // row r + 8, group lane % 4 + 4
 }
 
+// One tensor-core step for every token group: a dense 16-deep step, or a sparse 32-deep one.
 template <int kStep, bool kSparse, int kTokenGroups>
 __device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, const Tables& tables,
                                               const std::uint32_t (&x)[kTokenGroups][8],
@@ -153,7 +158,12 @@ __device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, co
   step_fragments<kStep>(w, tables, a);
 #pragma unroll
   for (int n = 0; n < kTokenGroups; ++n) {
-    mma_bf16(acc[n], a[0], a[1], a[2], a[3], x[n][2 * kStep], x[n][2 * kStep + 1]);
+    if constexpr (kSparse) {
+      mma_sp_bf16<kStep>(acc[n], a, x[n][4 * kStep], x[n][4 * kStep + 1], x[n][4 * kStep + 2],
+                         x[n][4 * kStep + 3], w.metadata);
+    } else {
+      mma_bf16(acc[n], a[0], a[1], a[2], a[3], x[n][2 * kStep], x[n][2 * kStep + 1]);
+    }
   }
 }
 
@@ -168,21 +178,32 @@ __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
   return p.token_ids ? p.token_ids[row] : row;
 }
 
-// The lane's B fragments of one chunk: 16 consecutive K values of its token in each group
-// (zeros for absent tokens).
-template <int kTokenGroups>
+// The lane's B fragments of one chunk (zeros for absent tokens). Dense: 16 consecutive K
+// values of its token in each group. 2:4: word 4s + j of sparse step s holds K values
+// 16s + 4j + {0, 1} past the lane's base (lane % 4 / 2 * 32 + lane % 2 * 2): half of an actual
+// group of 4, whose other half sits in the neighbouring lane, as mma.sp's groups do.
+template <bool kSparse, int kTokenGroups>
 __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
                                                  const bool (&x_ok)[kTokenGroups], int chunk,
                                                  std::uint32_t (&x)[kTokenGroups][8]) {
 #pragma unroll
   for (int n = 0; n < kTokenGroups; ++n) {
-    uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-    if (x_ok[n]) {
-      lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
-      hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
+    if constexpr (kSparse) {
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        x[n][v] = x_ok[n] ? __ldg(reinterpret_cast<const unsigned int*>(
+                                x_row[n] + chunk * 64 + 16 * (v / 4) + 4 * (v % 4)))
+                          : 0u;
+      }
+    } else {
+      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
+      if (x_ok[n]) {
+        lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
+        hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
+      }
+      x[n][0] = lo.x, x[n][1] = lo.y, x[n][2] = lo.z, x[n][3] = lo.w;
+      x[n][4] = hi.x, x[n][5] = hi.y, x[n][6] = hi.z, x[n][7] = hi.w;
     }
-    x[n][0] = lo.x, x[n][1] = lo.y, x[n][2] = lo.z, x[n][3] = lo.w;
-    x[n][4] = hi.x, x[n][5] = hi.y, x[n][6] = hi.z, x[n][7] = hi.w;
   }
 }
 
@@ -202,7 +223,8 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     const int column = n * 8 + group;
     const int token = column < s.count ? token_of(p, s.first + column) : -1;
     x_ok[n] = token >= 0 && token < p.tokens;
-    x_row[n] = p.x + (x_ok[n] ? token : 0) * p.x_row_stride + 16 * quad;
+    const int lane_offset = kSparse ? quad / 2 * 32 + quad % 2 * 2 : 16 * quad;
+    x_row[n] = p.x + (x_ok[n] ? token : 0) * p.x_row_stride + lane_offset;
   }
   float acc[kTokenGroups][4] = {};
   const int chunks = static_cast<int>(p.cols / 64);
@@ -221,7 +243,7 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     // (registers: the two-group path serves slots of 9..16 tokens, compute-heavier anyway).
     constexpr bool kPrefetchActivations = kTokenGroups == 1;
     std::uint32_t x_next[kTokenGroups][8];
-    if constexpr (kPrefetchActivations) load_activations(x_row, x_ok, k_warp, x_next);
+    if constexpr (kPrefetchActivations) load_activations<kSparse>(x_row, x_ok, k_warp, x_next);
     for (int first = 0; first < my_chunks; first += kUnroll) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -235,14 +257,18 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
         if constexpr (kPrefetchActivations) {
 #pragma unroll
           for (int v = 0; v < 8; ++v) x[0][v] = x_next[0][v];
-          if (i + 1 < my_chunks) load_activations(x_row, x_ok, k_warp + (i + 1) * kWarpsPerTile, x_next);
+          if (i + 1 < my_chunks) {
+            load_activations<kSparse>(x_row, x_ok, k_warp + (i + 1) * kWarpsPerTile, x_next);
+          }
         } else {
-          load_activations(x_row, x_ok, k_warp + i * kWarpsPerTile, x);
+          load_activations<kSparse>(x_row, x_ok, k_warp + i * kWarpsPerTile, x);
         }
         multiply_step<0>(current, tables, x, acc);
         multiply_step<1>(current, tables, x, acc);
-        multiply_step<2>(current, tables, x, acc);
-        multiply_step<3>(current, tables, x, acc);
+        if constexpr (!kSparse) {  // 2:4: two 32-deep sparse steps cover the chunk
+          multiply_step<2>(current, tables, x, acc);
+          multiply_step<3>(current, tables, x, acc);
+        }
       }
     }
   }
@@ -307,11 +333,13 @@ __global__ void __launch_bounds__(kThreads, kWarpsPerTile == 1 && kUnroll == 8 ?
   const std::int64_t first_chunk = tile * (p.cols / 64);
   const std::int64_t e = expert_ok ? expert : 0;
   TileAddress at;
-  at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + lane * 2;
   if constexpr (kSparse) {
+    at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + (lane / 4) * 8 +
+                (lane % 2) * 4;
     at.weights = p.weights + e * (weight_codes / 4) + first_chunk * 256 + lane * 8;
     at.indices = p.indices + e * (weight_codes / 8) + first_chunk * 128 + lane * 4;
   } else {
+    at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + lane * 2;
     at.weights = p.weights + e * (weight_codes / 2) + first_chunk * 512 + lane * 16;
     at.indices = nullptr;
   }
