@@ -139,8 +139,9 @@ __global__ void __launch_bounds__(kThreads)
 // kClusterBlocks blocks of kClusterThreads threads, one per SM; thread t of block b holds vectors
 // b * kClusterThreads + t + u * kClusterStride for u < kHeldVectors, as 16-byte words (64 bytes,
 // 16 registers per thread), unpacked once for the amax and once for the codes. 16 blocks is a
-// non-portable cluster size (H100/H200 run it): each SM streams at a few times its share of
-// the copy bandwidth at most, so twice the SMs of the portable 8 halve the time.
+// non-portable cluster size (H100/H200 run it). NOTE: measured as fast as the portable 8 with
+// twice the registers per thread: the fixed cost (cluster launch, barriers), not the per-SM
+// stream, sets this kernel's time (docs/perf/activation_quant.md).
 constexpr int kClusterBlocks = 16;
 constexpr int kClusterThreads = 1024;
 constexpr int kClusterStride = kClusterBlocks * kClusterThreads;
