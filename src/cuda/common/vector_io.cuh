@@ -58,6 +58,10 @@ __device__ __forceinline__ void unpack8(Fp32Tag, const uint4 (&raw)[2], float (&
   }
 }
 
+// Bytes per element of each input type (fp32, or bf16/fp16).
+template <typename InTag>
+inline constexpr int kInputBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
+
 // 16-byte words that hold 8 elements of each input type.
 template <typename InTag>
 inline constexpr int kWordsPer8 = std::is_same_v<InTag, Fp32Tag> ? 2 : 1;

@@ -65,9 +65,6 @@ struct KernelParams {
   float limit;
 };
 
-template <typename InTag>
-inline constexpr int kInputBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
-
 // 8 consecutive values of x: loaded as is, or silu(gate) * up with up `up_offset` bytes further.
 template <bool kSiluMul, bool kShared, typename InTag>
 __device__ __forceinline__ void load8_values(InTag tag, const char* pointer,

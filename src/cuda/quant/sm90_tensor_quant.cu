@@ -34,9 +34,6 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kUnroll = 4;
 
-template <typename InTag>
-inline constexpr int kInBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
-
 // Element offsets of 8-element vector v in the input and the output. Contiguous tensors (the
 // common case) skip the 64-bit division that strided rows need.
 template <bool kContiguous>
@@ -52,6 +49,38 @@ __device__ __forceinline__ void vector_offsets(const RowQuantParams& p, std::int
     input_offset = row * p.input_row_stride + col;
     output_offset = row * p.output_row_stride + col;
   }
+}
+
+// The 16-byte words of the 8-element vector at element offset `in_offset` (plain loads).
+template <typename InTag>
+__device__ __forceinline__ void load_vector_words(const RowQuantParams& p, std::int64_t in_offset,
+                                                  uint4 (&raw)[kWordsPer8<InTag>]) {
+  const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
+                                                   in_offset * kInputBytes<InTag>);
+#pragma unroll
+  for (int w = 0; w < kWordsPer8<InTag>; ++w) raw[w] = in[w];
+}
+
+// amax raised to the largest |x| of one held vector (fmaxf drops NaN, as in the reference).
+template <typename InTag>
+__device__ __forceinline__ float vector_amax(const uint4 (&raw)[kWordsPer8<InTag>], float amax) {
+  float x[8];
+  unpack8(InTag{}, raw, x);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
+  return amax;
+}
+
+// Quantizes 8 values with the tensor's scale and stores their codes at element `out_offset`.
+template <typename OutTag>
+__device__ __forceinline__ void quantize_store8(const RowQuantParams& p, const float (&x)[8],
+                                                float scale, std::int64_t out_offset) {
+  float local_amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[i]));
+  float q[8];
+  divide_group(x, make_shared_divisor(scale, local_amax), q);
+  store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
 }
 
 // Grid-stride amax with kUnroll loads in flight per thread. Plain (not evict-first) loads: the
@@ -72,18 +101,11 @@ __global__ void __launch_bounds__(kThreads)
       if (v >= total) continue;
       std::int64_t in_offset, out_offset;
       vector_offsets<kContiguous>(p, v, in_offset, out_offset);
-      const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
-                                                       in_offset * kInBytes<InTag>);
-#pragma unroll
-      for (int w = 0; w < kWordsPer8<InTag>; ++w) raw[u][w] = in[w];
+      load_vector_words<InTag>(p, in_offset, raw[u]);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (base + u * stride >= total) continue;
-      float x[8];
-      unpack8(InTag{}, raw[u], x);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
+      if (base + u * stride < total) amax = vector_amax<InTag>(raw[u], amax);
     }
   }
   amax = block_reduce(amax, MaxOp{}, scratch);
@@ -119,19 +141,13 @@ __global__ void __launch_bounds__(kThreads)
     if (v >= total) continue;
     std::int64_t in_offset;
     vector_offsets<kContiguous>(p, v, in_offset, out_offsets[u]);
-    load8_as_float(InTag{}, static_cast<const char*>(p.input) + in_offset * kInBytes<InTag>, x[u]);
+    load8_as_float(InTag{}, static_cast<const char*>(p.input) + in_offset * kInputBytes<InTag>, x[u]);
   }
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const std::int64_t v = first + u * kThreads;
     if (v >= total) continue;
-    const std::int64_t out_offset = kContiguous ? v * 8 : out_offsets[u];
-    float local_amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[u][i]));
-    float q[8];
-    divide_group(x[u], make_shared_divisor(scale, local_amax), q);
-    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
+    quantize_store8<OutTag>(p, x[u], scale, kContiguous ? v * 8 : out_offsets[u]);
   }
 }
 
@@ -181,19 +197,12 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
     if (v >= total) continue;
     std::int64_t in_offset, out_offset;
     offsets(static_cast<std::uint32_t>(v), in_offset, out_offset);
-    const uint4* in = reinterpret_cast<const uint4*>(static_cast<const char*>(p.input) +
-                                                     in_offset * kInBytes<InTag>);
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) raw[u][w] = in[w];
+    load_vector_words<InTag>(p, in_offset, raw[u]);
   }
-  float amax = 0.0f;  // fmaxf drops NaN, as in the reference
+  float amax = 0.0f;
 #pragma unroll
   for (int u = 0; u < kVectors; ++u) {
-    if (first + u * kClusterStride >= total) continue;
-    float x[8];
-    unpack8(InTag{}, raw[u], x);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[i]));
+    if (first + u * kClusterStride < total) amax = vector_amax<InTag>(raw[u], amax);
   }
   amax = block_reduce(amax, MaxOp{}, scratch);
   if (threadIdx.x == 0) block_amax = amax;
@@ -216,12 +225,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
     offsets(static_cast<std::uint32_t>(v), in_offset, out_offset);
     float x[8];
     unpack8(InTag{}, raw[u], x);
-    float local_amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) local_amax = fmaxf(local_amax, fabsf(x[i]));
-    float q[8];
-    divide_group(x, make_shared_divisor(scale, local_amax), q);
-    store8_quantized(OutTag{}, static_cast<char*>(p.output) + out_offset, q);
+    quantize_store8<OutTag>(p, x, scale, out_offset);
   }
   cluster.sync();  // no block may exit while another still reads its block_amax
 }

@@ -31,9 +31,6 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kUnroll = 4;
 
-template <typename InTag>
-inline constexpr int kInBytes = std::is_same_v<InTag, Fp32Tag> ? 4 : 2;
-
 // Block-wide min of lo and max of hi in one pass: one pair of barriers for both. scratch holds
 // one float2 per warp.
 __device__ float2 block_reduce_range(float lo, float hi, float2* scratch) {
@@ -76,7 +73,7 @@ __device__ __forceinline__ void for_each_row_vector(const char* row, int vectors
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int v = base + u * kThreads;
-      if (v < vectors) load8_as_float(InTag{}, row + v * 8 * kInBytes<InTag>, x[u]);
+      if (v < vectors) load8_as_float(InTag{}, row + v * 8 * kInputBytes<InTag>, x[u]);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -220,7 +217,7 @@ __global__ void __launch_bounds__(kThreads)
                            float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kWarps];  // block_reduce_range: a float2 per warp
   const std::int64_t row = blockIdx.x;
-  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
+  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
   const int vectors = static_cast<int>(p.cols / 8);
 
@@ -243,7 +240,7 @@ __global__ void __launch_bounds__(kResidentMaxThreads, 2)
                                     float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kResidentMaxThreads / 32];  // a float2 per warp
   const std::int64_t row = blockIdx.x;
-  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInBytes<InTag>;
+  const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
   const int vectors = static_cast<int>(p.cols / 8);
 
@@ -254,7 +251,7 @@ __global__ void __launch_bounds__(kResidentMaxThreads, 2)
     if (v >= vectors) continue;
 #pragma unroll
     for (int w = 0; w < kWordsPer8<InTag>; ++w) {
-      raw[u][w] = load_streaming_16b(in + v * 8 * kInBytes<InTag> + 16 * w);
+      raw[u][w] = load_streaming_16b(in + v * 8 * kInputBytes<InTag> + 16 * w);
     }
   }
   RowQuantizer<OutTag, kAsymmetric> quantizer;
