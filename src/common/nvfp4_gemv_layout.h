@@ -1,6 +1,7 @@
 // Where each NVFP4 code, 2:4 index and block scale of one expert's [N, K] weight lives in the
-// GEMV kernels' layout (docs/nvfp4.md, "GEMV layouts"). Host code; the kernels walk the same
-// layout implicitly, one 64-wide K chunk of a 16-row tile per warp step.
+// GEMV kernels' layout (docs/nvfp4.md, "GEMV layouts"). The addresses are host code; the kernels
+// walk the same layout implicitly, one 64-wide K chunk of a 16-row tile per warp step. The bit
+// placement of codes inside a word (and its decode) is shared by both.
 //
 // Tile = 16 rows, chunk = 64 K values. In a chunk, lane = 4 * (row % 8) + (k % 64) / 16 owns rows
 // row % 8 and row % 8 + 8 ("half" 0 and 1) over 16 consecutive K values, which are the
@@ -9,7 +10,55 @@
 
 #include <cstdint>
 
+#include "lowbit/formats.h"
+
 namespace lowbit::detail {
+
+// Codes in a GEMV word. A 32-bit word holds the 8 codes of one tensor-core step: slot p + 4h is
+// half h (the lower K of the pair: h = 0) of A-fragment register a_p. Slots are numbered like
+// nibbles (slot address = 2 * byte + 1 for a high nibble), but a code is not stored as a nibble:
+// its 3 magnitude bits sit at kGemvMagnitudeBit[p] + 16h and its sign at kGemvSignBit[p] + 16h.
+// The kernels build a_p as bf16x2 with the magnitudes at bits [8:6] / [24:22] and the signs at
+// 15 / 31 (the e2m1 value times 2^-126); these positions let registers 0 and 1 take one shift
+// and one mask, 2 and 3 two of each: 11 operations per word where nibbles took 15 (a search
+// over all placements of shifted copies of a word found none cheaper).
+inline constexpr int kGemvMagnitudeBit[4] = {6, 0, 3, 10};
+inline constexpr int kGemvSignBit[4] = {15, 9, 13, 14};
+
+// a_p of a word q: bf16x2 bits of its two codes' e2m1 values times 2^-126.
+template <int kPair>
+LOWBIT_HOST_DEVICE std::uint32_t gemv_pair_bits(std::uint32_t q) {
+  constexpr std::uint32_t kMagnitudes = 0x01C001C0u, kSigns = 0x80008000u;
+  constexpr int kMagnitudeShift = 6 - kGemvMagnitudeBit[kPair];
+  constexpr int kSignShift = 15 - kGemvSignBit[kPair];
+  const std::uint32_t magnitudes = kMagnitudeShift >= 0 ? q << (kMagnitudeShift & 31)
+                                                        : q >> (-kMagnitudeShift & 31);
+  if constexpr (kMagnitudeShift == kSignShift) {
+    return magnitudes & (kMagnitudes | kSigns);
+  } else {
+    return (magnitudes & kMagnitudes) | ((q << (kSignShift & 31)) & kSigns);
+  }
+}
+
+// The code at a slot address of a GEMV code buffer (little-endian 32-bit words).
+inline std::uint8_t read_gemv_code(const std::uint8_t* bytes, std::int64_t slot_address) {
+  const std::uint8_t* word = bytes + slot_address / 8 * 4;
+  const std::uint32_t q = word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
+  const int p = static_cast<int>(slot_address % 4), h = static_cast<int>(slot_address % 8) / 4;
+  const std::uint32_t magnitude = (q >> (kGemvMagnitudeBit[p] + 16 * h)) & 7;
+  const std::uint32_t sign = (q >> (kGemvSignBit[p] + 16 * h)) & 1;
+  return static_cast<std::uint8_t>(sign << 3 | magnitude);
+}
+
+inline void write_gemv_code(std::uint8_t* bytes, std::int64_t slot_address, std::uint8_t code) {
+  std::uint8_t* word = bytes + slot_address / 8 * 4;
+  const int p = static_cast<int>(slot_address % 4), h = static_cast<int>(slot_address % 8) / 4;
+  const int magnitude_bit = kGemvMagnitudeBit[p] + 16 * h, sign_bit = kGemvSignBit[p] + 16 * h;
+  std::uint32_t q = word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
+  q &= ~(7u << magnitude_bit | 1u << sign_bit);
+  q |= static_cast<std::uint32_t>(code & 7) << magnitude_bit | static_cast<std::uint32_t>(code >> 3 & 1) << sign_bit;
+  for (int b = 0; b < 4; ++b) word[b] = static_cast<std::uint8_t>(q >> (8 * b));
+}
 
 struct Nvfp4GemvCoordinates {
   std::int64_t chunk_index;  // (row / 16) * (K / 64) + k / 64
@@ -27,13 +76,13 @@ inline Nvfp4GemvCoordinates nvfp4_gemv_coordinates(std::int64_t row, std::int64_
           (in_chunk % 16) / 4, in_chunk % 4};
 }
 
-// Nibble address: byte offset * 2 + (1 for the high nibble).
+// Slot address of a code (read_gemv_code, write_gemv_code).
 // Dense: 512 bytes per chunk, 16 per lane, one 32-bit word per step; in a word the pair
-// p = 2 * (i / 2) + half sits at nibbles p (i even) and p + 4 (i odd).
-inline std::int64_t nvfp4_gemv_dense_nibble(std::int64_t row, std::int64_t k, std::int64_t cols) {
+// p = 2 * (i / 2) + half takes slots p (i even) and p + 4 (i odd).
+inline std::int64_t nvfp4_gemv_dense_slot(std::int64_t row, std::int64_t k, std::int64_t cols) {
   const Nvfp4GemvCoordinates c = nvfp4_gemv_coordinates(row, k, cols);
-  const int nibble = 2 * (c.position / 2) + c.half + 4 * (c.position % 2);
-  return (c.chunk_index * 512 + c.lane * 16 + c.step * 4) * 2 + nibble;
+  const int slot = 2 * (c.position / 2) + c.half + 4 * (c.position % 2);
+  return (c.chunk_index * 512 + c.lane * 16 + c.step * 4) * 2 + slot;
 }
 
 // Block scales: 64 bytes per chunk, 2 per lane (half 0, half 1).
@@ -65,14 +114,14 @@ inline Nvfp4GemvSparseCoordinates nvfp4_gemv_sparse_coordinates(std::int64_t row
 }
 
 // 2:4 values: 256 bytes per chunk, 8 per lane, one 32-bit word per step; the kept pair of
-// (slot, half) sits at nibbles 2 * slot + half (lower kept position) and that + 4.
+// (group slot, half) takes code slots 2 * slot + half (lower kept position) and that + 4.
 // `kept` is 0 for the lower kept position of the group, 1 for the higher.
-inline std::int64_t nvfp4_gemv_sparse_value_nibble(std::int64_t row, std::int64_t group,
+inline std::int64_t nvfp4_gemv_sparse_value_slot(std::int64_t row, std::int64_t group,
                                                    int kept, std::int64_t cols) {
   const Nvfp4GemvSparseCoordinates c = nvfp4_gemv_sparse_coordinates(row, group, cols);
   const int lane = 4 * c.g + c.group % 4;
-  const int nibble = 2 * (c.group / 4) + c.half + 4 * kept;
-  return (c.chunk_index * 256 + lane * 8 + c.step * 4) * 2 + nibble;
+  const int slot = 2 * (c.group / 4) + c.half + 4 * kept;
+  return (c.chunk_index * 256 + lane * 8 + c.step * 4) * 2 + slot;
 }
 
 // 2:4 indices, as mma.sp metadata: 128 bytes per chunk, 4 per lane; lane 4g + 2s + h holds the

@@ -164,8 +164,8 @@ void nvfp4_relayout_for_gemv(const TensorView& packed, const TensorView& block_s
     std::uint8_t* scales_to = mutable_bytes_of(gemv_block_scales) + e * codes / 16;
     for (std::int64_t r = 0; r < shape.rows; ++r) {
       for (std::int64_t k = 0; k < shape.cols; ++k) {
-        write_nibble(to, detail::nvfp4_gemv_dense_nibble(r, k, shape.cols),
-                     read_nibble(from, r * shape.cols + k));
+        detail::write_gemv_code(to, detail::nvfp4_gemv_dense_slot(r, k, shape.cols),
+                                read_nibble(from, r * shape.cols + k));
       }
       relayout_scale_row(scales_from, scales_to, r, shape.cols, detail::nvfp4_gemv_scale_byte);
     }
@@ -198,8 +198,9 @@ void nvfp4_sparse24_relayout_for_gemv(const TensorView& values, const TensorView
       for (std::int64_t g = 0; g < groups_per_row; ++g) {
         const std::int64_t v = r * groups_per_row + g;
         for (int kept = 0; kept < 2; ++kept) {
-          write_nibble(v_to, detail::nvfp4_gemv_sparse_value_nibble(r, g, kept, shape.cols),
-                       read_nibble(v_from, 2 * v + kept));
+          detail::write_gemv_code(v_to,
+                                  detail::nvfp4_gemv_sparse_value_slot(r, g, kept, shape.cols),
+                                  read_nibble(v_from, 2 * v + kept));
         }
         write_nibble(i_to, detail::nvfp4_gemv_sparse_index_nibble(r, g, shape.cols),
                      read_nibble(i_from, v));

@@ -145,7 +145,7 @@ void nvfp4_gemv(const Nvfp4GemvArgs& args) {
             [&](std::int64_t e, std::int64_t n, std::int64_t k) {
               const std::uint8_t* w = packed + e * shape.rows * shape.cols_bytes;
               const std::uint8_t* s = scales + e * shape.rows * (cols / 16);
-              return static_cast<double>(e2m1_to_float(read_nibble(w, detail::nvfp4_gemv_dense_nibble(n, k, cols)))) *
+              return static_cast<double>(e2m1_to_float(detail::read_gemv_code(w, detail::nvfp4_gemv_dense_slot(n, k, cols)))) *
                      fp8_e4m3_to_float(s[detail::nvfp4_gemv_scale_byte(n, k, cols)]);
             });
 }
@@ -169,7 +169,7 @@ void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args) {
               if ((code >> 2) == position) kept = 1;
               if (kept < 0) return 0.0;
               const std::uint8_t value =
-                  read_nibble(v, detail::nvfp4_gemv_sparse_value_nibble(n, group, kept, cols));
+                  detail::read_gemv_code(v, detail::nvfp4_gemv_sparse_value_slot(n, group, kept, cols));
               return static_cast<double>(e2m1_to_float(value)) *
                      fp8_e4m3_to_float(s[detail::nvfp4_gemv_sparse_scale_byte(n, k, cols)]);
             });

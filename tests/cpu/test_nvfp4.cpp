@@ -164,12 +164,12 @@ TEST(Nvfp4Sparse24, KeepsTwoLargestLowerIndexOnTies) {
 
 // ---- GEMV layout --------------------------------------------------------------------------------
 
-TEST(Nvfp4GemvLayout, EveryNibbleAndScaleHasOneHome) {
+TEST(Nvfp4GemvLayout, EveryCodeSlotAndScaleHasOneHome) {
   const std::int64_t rows = 32, cols = 128;
   std::set<std::int64_t> dense, scales, sparse_scales, values, indices;
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t k = 0; k < cols; ++k) {
-      dense.insert(detail::nvfp4_gemv_dense_nibble(r, k, cols));
+      dense.insert(detail::nvfp4_gemv_dense_slot(r, k, cols));
       if (k % 16 == 0) {
         scales.insert(detail::nvfp4_gemv_scale_byte(r, k, cols));
         sparse_scales.insert(detail::nvfp4_gemv_sparse_scale_byte(r, k, cols));
@@ -177,7 +177,7 @@ TEST(Nvfp4GemvLayout, EveryNibbleAndScaleHasOneHome) {
       if (k % 4 == 0) {
         indices.insert(detail::nvfp4_gemv_sparse_index_nibble(r, k / 4, cols));
         for (int kept = 0; kept < 2; ++kept) {
-          values.insert(detail::nvfp4_gemv_sparse_value_nibble(r, k / 4, kept, cols));
+          values.insert(detail::nvfp4_gemv_sparse_value_slot(r, k / 4, kept, cols));
         }
       }
     }
@@ -193,15 +193,55 @@ TEST(Nvfp4GemvLayout, EveryNibbleAndScaleHasOneHome) {
   EXPECT_EQ(indices.size(), static_cast<std::size_t>(rows * cols / 4));
   EXPECT_EQ(*indices.rbegin(), rows * cols / 4 - 1);
   // docs/nvfp4.md example: row 9, k 70 -> chunk 1 of tile 0, lane 4*1 + 0, half 1, step 1,
-  // position 2 -> pair 2*1 + 1 = 3 at nibble 3 of word 1 (byte 512 + 4*16 + 4 + 1, high nibble).
-  EXPECT_EQ(detail::nvfp4_gemv_dense_nibble(9, 70, cols), (512 + 64 + 4) * 2 + 3);
+  // position 2 -> pair 2*1 + 1 = 3 at slot 3 of word 1 (byte 512 + 4*16 + 4).
+  EXPECT_EQ(detail::nvfp4_gemv_dense_slot(9, 70, cols), (512 + 64 + 4) * 2 + 3);
   // docs/nvfp4.md 2:4 example: row 9, group 17 (k 68..71) -> chunk 1, a = 1: step 0, mma group
-  // 2; lane 4 * 1 + 2, slot 0, half 1: value nibbles 1 and 5 of word 0; metadata in lane
+  // 2; lane 4 * 1 + 2, group slot 0, half 1: value slots 1 and 5 of word 0; metadata in lane
   // 4 * 1 + 0 at nibble 4 + 2; the scale of block 0 of the chunk at byte 64 + 8 + 2 * 0 + 1.
-  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_nibble(9, 17, 0, cols), (256 + 6 * 8) * 2 + 1);
-  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_nibble(9, 17, 1, cols), (256 + 6 * 8) * 2 + 5);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_slot(9, 17, 0, cols), (256 + 6 * 8) * 2 + 1);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_slot(9, 17, 1, cols), (256 + 6 * 8) * 2 + 5);
   EXPECT_EQ(detail::nvfp4_gemv_sparse_index_nibble(9, 17, cols), (128 + 4 * 4) * 2 + 6);
   EXPECT_EQ(detail::nvfp4_gemv_sparse_scale_byte(9, 68, cols), 64 + 8 + 1);
+}
+
+// Every code in every slot of a word decodes, through the kernels' gemv_pair_bits, to its
+// e2m1 value times 2^-126 in the right bf16 half, whatever the other slots hold; and the eight
+// slots use the 32 bits of the word exactly once.
+TEST(Nvfp4GemvLayout, CodeBitsDecodeToTheirBf16Halves) {
+  std::uint32_t used = 0;
+  for (int slot = 0; slot < 8; ++slot) {
+    const int p = slot % 4, h = slot / 4;
+    const std::uint32_t bits = 7u << (detail::kGemvMagnitudeBit[p] + 16 * h) |
+                               1u << (detail::kGemvSignBit[p] + 16 * h);
+    EXPECT_EQ(used & bits, 0u) << "slot " << slot;
+    used |= bits;
+  }
+  EXPECT_EQ(used, 0xFFFFFFFFu);
+  std::mt19937 rng(7);
+  for (int slot = 0; slot < 8; ++slot) {
+    for (int code = 0; code < 16; ++code) {
+      for (int trial = 0; trial < 4; ++trial) {
+        std::uint8_t word[4];
+        for (auto& b : word) b = static_cast<std::uint8_t>(rng());
+        detail::write_gemv_code(word, slot, static_cast<std::uint8_t>(code));
+        ASSERT_EQ(detail::read_gemv_code(word, slot), code);
+        const std::uint32_t q = word[0] | word[1] << 8 | word[2] << 16 |
+                                static_cast<std::uint32_t>(word[3]) << 24;
+        std::uint32_t pair = 0;
+        switch (slot % 4) {
+          case 0: pair = detail::gemv_pair_bits<0>(q); break;
+          case 1: pair = detail::gemv_pair_bits<1>(q); break;
+          case 2: pair = detail::gemv_pair_bits<2>(q); break;
+          default: pair = detail::gemv_pair_bits<3>(q); break;
+        }
+        const std::uint16_t half = static_cast<std::uint16_t>(pair >> (16 * (slot / 4)));
+        const float value = bf16_to_float(half) * std::ldexp(1.0f, 126);
+        EXPECT_EQ(value, e2m1_to_float(static_cast<std::uint8_t>(code)))
+            << "slot " << slot << " code " << code;
+        EXPECT_EQ(half & 0x7E3F, 0) << "slot " << slot << ": stray bits";
+      }
+    }
+  }
 }
 
 // ---- GEMV references ---------------------------------------------------------------------------
@@ -314,7 +354,8 @@ TEST(Nvfp4Gemv, CpuMatchesDequantizeThenMatmulWithRouting) {
 
 TEST(Nvfp4Gemv, OutOfRangeIdsGiveNaNRows) {
   const std::int64_t rows = 16, cols = 64;
-  Bytes packed(rows * cols / 2, 0x22), scales(rows * cols / 16, 0x38);
+  Bytes packed(rows * cols / 2), scales(rows * cols / 16, 0x38);
+  for (std::int64_t slot = 0; slot < rows * cols; ++slot) detail::write_gemv_code(packed.data(), slot, 2);
   std::vector<std::uint16_t> x(2 * cols, float_to_bf16(1.0f)), y(3 * rows, 0);
   std::vector<float> global = {1.0f};
   std::vector<std::int32_t> expert_ids = {0, 5}, offsets = {0, 2, 3}, token_ids = {1, 7, 0};

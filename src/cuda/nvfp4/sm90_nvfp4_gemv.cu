@@ -5,7 +5,8 @@
 // 16-row x 64-K chunk, one 16-byte load per lane in the GEMV layout.
 //
 // Decoding: an e2m1 code placed in a bf16's sign and low exponent/mantissa bits is the code's
-// value times 2^-126 (exact, subnormal for +-0.5); multiplying by a table entry e4m3 * 2^118 gives
+// value times 2^-126 (exact, subnormal for +-0.5); the GEMV layout stores each code's bits where
+// few shifts put them there (detail::gemv_pair_bits); multiplying by a table entry e4m3 * 2^118 gives
 // (e2m1 * s_b) * 2^-8 exactly, and the epilogue multiplies by global * 2^8. 2:4 weights run on
 // the sparse tensor cores (mma.sp m16n8k32): only the kept pairs are decoded, the stored 2-bit
 // indices are the instruction's metadata, and one 32-deep step covers 64 K of the chunk per
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "../../common/nvfp4_gemv_layout.h"
 #include "../common/check.cuh"
 #include "lowbit/formats.h"
 #include "nvfp4_gemv_config.h"
@@ -28,20 +30,9 @@ namespace {
 constexpr int kThreads = kGemvWarpsPerBlock * 32;
 constexpr char kDenseOp[] = "nvfp4_gemv";
 constexpr char kSparseOp[] = "nvfp4_sparse24_gemv";
-
-// bf16x2: the codes at nibbles kPair (low half) and kPair + 4 (high half) of q, times 2^-126.
-template <int kPair>
-__device__ __forceinline__ std::uint32_t e2m1_pair_bits(std::uint32_t q) {
-  constexpr int kSignShift = 12 - 4 * kPair;      // sign bit 4p + 3 -> bit 15
-  constexpr int kMagnitudeShift = 6 - 4 * kPair;  // bits [4p + 2, 4p] -> [8, 6]
-  std::uint32_t magnitude;
-  if constexpr (kMagnitudeShift >= 0) {
-    magnitude = q << kMagnitudeShift;
-  } else {
-    magnitude = q >> -kMagnitudeShift;
-  }
-  return ((q << kSignShift) & 0x80008000u) | (magnitude & 0x01C001C0u);
-}
+// Chunks of activations each warp loads ahead (measured on H200: 2 or 4 were no faster than 1
+// once the weight decode stopped stalling on them).
+constexpr int kActivationsAhead = 1;
 
 __device__ __forceinline__ std::uint32_t mul_bf16x2(std::uint32_t a, std::uint32_t b) {
   std::uint32_t d;
@@ -102,11 +93,19 @@ struct ChunkWeights<true> {
   std::uint32_t scales;    // byte 2s: row r, byte 2s + 1: row r + 8, of sparse step s
 };
 
-// The per-lane base addresses of one expert's tile.
+// The per-lane addresses of one chunk of an expert's tile (moved along the tile by advance, so
+// that the loads of an unrolled loop take immediate offsets).
 struct TileAddress {
   const std::uint8_t* weights;
   const std::uint8_t* indices;
   const std::uint8_t* scales;
+
+  template <bool kSparse>
+  __device__ __forceinline__ void advance(int chunks) {
+    weights += chunks * (kSparse ? 256 : 512);
+    if constexpr (kSparse) indices += chunks * 128;
+    scales += chunks * 64;
+  }
 };
 
 template <bool kSparse>
@@ -130,10 +129,10 @@ __device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, con
   const std::uint32_t scale_row = tables.scale[w.scales & 0xFF];
   const std::uint32_t scale_row8 = tables.scale[(w.scales >> 8) & 0xFF];
   const std::uint32_t q = kStep == 0 ? w.codes.x : kStep == 1 ? w.codes.y : kStep == 2 ? w.codes.z : w.codes.w;
-  a[0] = mul_bf16x2(e2m1_pair_bits<0>(q), scale_row);   // row r,     k +0, +1
-  a[1] = mul_bf16x2(e2m1_pair_bits<1>(q), scale_row8);  // row r + 8, k +0, +1
-  a[2] = mul_bf16x2(e2m1_pair_bits<2>(q), scale_row);   // row r,     k +2, +3
-  a[3] = mul_bf16x2(e2m1_pair_bits<3>(q), scale_row8);  // row r + 8, k +2, +3
+  a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     k +0, +1
+  a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, k +0, +1
+  a[2] = mul_bf16x2(detail::gemv_pair_bits<2>(q), scale_row);   // row r,     k +2, +3
+  a[3] = mul_bf16x2(detail::gemv_pair_bits<3>(q), scale_row8);  // row r + 8, k +2, +3
 }
 
 // A fragments (rows r, r + 8; mma groups lane % 4 and + 4, kept pairs) of sparse step kStep.
@@ -143,10 +142,10 @@ __device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, cons
   const std::uint32_t scale_row = tables.scale[(w.scales >> (16 * kStep)) & 0xFF];
   const std::uint32_t scale_row8 = tables.scale[(w.scales >> (16 * kStep + 8)) & 0xFF];
   const std::uint32_t q = kStep == 0 ? w.values.x : w.values.y;
-  a[0] = mul_bf16x2(e2m1_pair_bits<0>(q), scale_row);   // row r,     group lane % 4
-  a[1] = mul_bf16x2(e2m1_pair_bits<1>(q), scale_row8);  // row r + 8, group lane % 4
-  a[2] = mul_bf16x2(e2m1_pair_bits<2>(q), scale_row);   // row r,     group lane % 4 + 4
-  a[3] = mul_bf16x2(e2m1_pair_bits<3>(q), scale_row8);  // row r + 8, group lane % 4 + 4
+  a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     group lane % 4
+  a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, group lane % 4
+  a[2] = mul_bf16x2(detail::gemv_pair_bits<2>(q), scale_row);   // row r,     group lane % 4 + 4
+  a[3] = mul_bf16x2(detail::gemv_pair_bits<3>(q), scale_row8);  // row r + 8, group lane % 4 + 4
 }
 
 // One tensor-core step for every token group: a dense 16-deep step, or a sparse 32-deep one.
@@ -178,29 +177,25 @@ __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
   return p.token_ids ? p.token_ids[row] : row;
 }
 
-// The lane's B fragments of one chunk (zeros for absent tokens). Dense: 16 consecutive K
-// values of its token in each group. 2:4: word 4s + j of sparse step s holds K values
-// 16s + 4j + {0, 1} past the lane's base (lane % 4 / 2 * 32 + lane % 2 * 2): half of an actual
-// group of 4, whose other half sits in the neighbouring lane, as mma.sp's groups do.
+// The lane's B fragments of one chunk. Dense: 16 consecutive K values of its token in each
+// group. 2:4: word 4s + j of sparse step s holds K values 16s + 4j + {0, 1} past the lane's
+// base (lane % 4 / 2 * 32 + lane % 2 * 2): half of an actual group of 4, whose other half sits
+// in the neighbouring lane, as mma.sp's groups do. Absent tokens read token 0's row: an output
+// column depends only on its own B column, and absent tokens' columns are not stored as sums.
 template <bool kSparse, int kTokenGroups>
 __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
-                                                 const bool (&x_ok)[kTokenGroups], int chunk,
-                                                 std::uint32_t (&x)[kTokenGroups][8]) {
+                                                 int chunk, std::uint32_t (&x)[kTokenGroups][8]) {
 #pragma unroll
   for (int n = 0; n < kTokenGroups; ++n) {
     if constexpr (kSparse) {
 #pragma unroll
       for (int v = 0; v < 8; ++v) {
-        x[n][v] = x_ok[n] ? __ldg(reinterpret_cast<const unsigned int*>(
-                                x_row[n] + chunk * 64 + 16 * (v / 4) + 4 * (v % 4)))
-                          : 0u;
+        x[n][v] = __ldg(reinterpret_cast<const unsigned int*>(x_row[n] + chunk * 64 +
+                                                               16 * (v / 4) + 4 * (v % 4)));
       }
     } else {
-      uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-      if (x_ok[n]) {
-        lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
-        hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
-      }
+      const uint4 lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
+      const uint4 hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
       x[n][0] = lo.x, x[n][1] = lo.y, x[n][2] = lo.z, x[n][3] = lo.w;
       x[n][4] = hi.x, x[n][5] = hi.y, x[n][6] = hi.z, x[n][7] = hi.w;
     }
@@ -217,59 +212,80 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   const int group = lane / 4, quad = lane % 4;
   const int k_warp = warp % kWarpsPerTile;
   const std::uint16_t* x_row[kTokenGroups];
-  bool x_ok[kTokenGroups];
 #pragma unroll
   for (int n = 0; n < kTokenGroups; ++n) {
     const int column = n * 8 + group;
     const int token = column < s.count ? token_of(p, s.first + column) : -1;
-    x_ok[n] = token >= 0 && token < p.tokens;
+    const bool x_ok = token >= 0 && token < p.tokens;
     const int lane_offset = kSparse ? quad / 2 * 32 + quad % 2 * 2 : 16 * quad;
-    x_row[n] = p.x + (x_ok[n] ? token : 0) * p.x_row_stride + lane_offset;
+    x_row[n] = p.x + (x_ok ? token : 0) * p.x_row_stride + lane_offset;
   }
   float acc[kTokenGroups][4] = {};
   const int chunks = static_cast<int>(p.cols / 64);
   // This warp's chunks are k_warp, k_warp + kWarpsPerTile, ...: chunk_of(i).
   const int my_chunks = (chunks - k_warp + kWarpsPerTile - 1) / kWarpsPerTile;
-  if (tile_ok && s.expert_ok && my_chunks > 0) {
-    // A rolling window of kUnroll chunks in flight: slot u is refilled as soon as it is taken,
-    // so the weight stream never drains while the warp computes. Activations come from L1/L2,
-    // one chunk ahead.
+  // No tokens at all (every output NaN): x may hold no row 0 to read.
+  if (tile_ok && s.expert_ok && my_chunks > 0 && p.tokens > 0) {
+    // Rolling windows: kUnroll chunks of weights and kAhead chunks of activations in flight,
+    // so neither stream drains while the warp computes.
+    // The warp's chunks are k_warp, k_warp + kWarpsPerTile, ...; the cursors sit at the chunk
+    // of window slot 0 of the current round.
+    TileAddress cursor = at;
+    cursor.advance<kSparse>(k_warp);
+    const std::uint16_t* x_cursor[kTokenGroups];
+#pragma unroll
+    for (int n = 0; n < kTokenGroups; ++n) x_cursor[n] = x_row[n] + k_warp * 64;
     ChunkWeights<kSparse> w[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (u < my_chunks) w[u] = load_chunk<kSparse>(at, k_warp + u * kWarpsPerTile);
+      if (u < my_chunks) w[u] = load_chunk<kSparse>(cursor, u * kWarpsPerTile);
     }
-    // One token group prefetches its activations a chunk ahead; two groups load them in place
-    // (registers: the two-group path serves slots of 9..16 tokens, compute-heavier anyway).
-    constexpr bool kPrefetchActivations = kTokenGroups == 1;
-    std::uint32_t x_next[kTokenGroups][8];
-    if constexpr (kPrefetchActivations) load_activations<kSparse>(x_row, x_ok, k_warp, x_next);
-    for (int first = 0; first < my_chunks; first += kUnroll) {
+    // One token group prefetches its activations; two groups load them in place (registers:
+    // the two-group path serves slots of 9..16 tokens, compute-heavier anyway).
+    constexpr int kAhead = kTokenGroups == 1 ? kActivationsAhead : 0;
+    static_assert(kAhead == 0 || kUnroll % kAhead == 0, "window slots must be compile-time");
+    std::uint32_t x_window[kAhead > 0 ? kAhead : 1][kTokenGroups][8];
+#pragma unroll
+    for (int a = 0; a < kAhead; ++a) {
+      if (a < my_chunks) load_activations<kSparse>(x_cursor, a * kWarpsPerTile, x_window[a]);
+    }
+    // Chunk i = first + u uses window slot u (activations: u % kAhead), then refills it with
+    // chunk i + kUnroll (i + kAhead): no register copies of the slots.
+    auto chunk_step = [&](int u, int i, bool check_refills) {
+      std::uint32_t (&x)[kTokenGroups][8] = x_window[kAhead > 0 ? u % kAhead : 0];
+      if constexpr (kAhead == 0) load_activations<kSparse>(x_cursor, u * kWarpsPerTile, x);
+      multiply_step<0>(w[u], tables, x, acc);
+      multiply_step<1>(w[u], tables, x, acc);
+      if constexpr (!kSparse) {  // 2:4: two 32-deep sparse steps cover the chunk
+        multiply_step<2>(w[u], tables, x, acc);
+        multiply_step<3>(w[u], tables, x, acc);
+      }
+      if (!check_refills || i + kUnroll < my_chunks) {
+        w[u] = load_chunk<kSparse>(cursor, (u + kUnroll) * kWarpsPerTile);
+      }
+      if (kAhead > 0 && (!check_refills || i + kAhead < my_chunks)) {
+        load_activations<kSparse>(x_cursor, (u + kAhead) * kWarpsPerTile, x);
+      }
+    };
+    auto next_round = [&] {
+      cursor.advance<kSparse>(kUnroll * kWarpsPerTile);
+#pragma unroll
+      for (int n = 0; n < kTokenGroups; ++n) x_cursor[n] += kUnroll * kWarpsPerTile * 64;
+    };
+    // Steady state: every refill is in range, so no per-chunk checks; then the last chunks.
+    int first = 0;
+    for (; first + 2 * kUnroll <= my_chunks; first += kUnroll) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) chunk_step(u, first + u, false);
+      next_round();
+    }
+    for (; first < my_chunks; first += kUnroll) {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const int i = first + u;
-        if (i >= my_chunks) break;
-        const ChunkWeights<kSparse> current = w[u];
-        if (i + kUnroll < my_chunks) {
-          w[u] = load_chunk<kSparse>(at, k_warp + (i + kUnroll) * kWarpsPerTile);
-        }
-        std::uint32_t x[kTokenGroups][8];
-        if constexpr (kPrefetchActivations) {
-#pragma unroll
-          for (int v = 0; v < 8; ++v) x[0][v] = x_next[0][v];
-          if (i + 1 < my_chunks) {
-            load_activations<kSparse>(x_row, x_ok, k_warp + (i + 1) * kWarpsPerTile, x_next);
-          }
-        } else {
-          load_activations<kSparse>(x_row, x_ok, k_warp + i * kWarpsPerTile, x);
-        }
-        multiply_step<0>(current, tables, x, acc);
-        multiply_step<1>(current, tables, x, acc);
-        if constexpr (!kSparse) {  // 2:4: two 32-deep sparse steps cover the chunk
-          multiply_step<2>(current, tables, x, acc);
-          multiply_step<3>(current, tables, x, acc);
-        }
+        if (first + u >= my_chunks) break;
+        chunk_step(u, first + u, true);
       }
+      next_round();
     }
   }
   if constexpr (kWarpsPerTile > 1) {
@@ -308,10 +324,10 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
 }
 
 // NOTE: the register cap sets how many warps (and so how many weight bytes) are in flight per
-// SM; one warp per tile at unroll 8 fits 128 registers (4 blocks = 16 warps x 8 chunks resident)
-// without spilling; the K-split variants hold partial sums too and get 3 blocks.
+// SM; one warp per tile fits 128 registers (4 blocks = 16 warps x 8 chunks resident) without
+// spilling; the K-split variants hold partial sums too and get 3 blocks.
 template <bool kSparse, int kWarpsPerTile, int kUnroll>
-__global__ void __launch_bounds__(kThreads, kWarpsPerTile == 1 && kUnroll == 8 ? 4 : 3)
+__global__ void __launch_bounds__(kThreads, kWarpsPerTile == 1 ? 4 : 3)
     nvfp4_gemv_kernel(Nvfp4GemvParams p) {
   constexpr int kTilesPerBlock = kGemvWarpsPerBlock / kWarpsPerTile;
   __shared__ Tables tables;
