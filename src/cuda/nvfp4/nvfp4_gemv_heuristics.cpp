@@ -33,12 +33,16 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
   if (!parse_override(config)) {
     const std::int64_t tiles = (rows / 16) * slots;
     const std::int64_t chunks = cols / 64;
-    // Below ~16 warps per SM on 132 SMs, split K so that more warps stream.
-    config.unroll = 8;
+    // Below ~16 warps per SM on 132 SMs, split K so that more warps stream; short K (under
+    // three rounds of 8 chunks) runs better with a window of 4. Measured on H200 over the 18
+    // MoE rows of `lowbit bench nvfp4` with every configuration (docs/perf/nvfp4_gemv.md).
+    config = {1, 8};
     if (tiles < 132 * 4 && chunks >= 16) {
       config = {4, 4};
-    } else if (tiles < 132 * 8 && chunks >= 8) {
+    } else if (tiles < 132 * 8 && chunks >= 16) {
       config = {2, 4};
+    } else if (chunks < 24) {
+      config = {1, 4};
     }
   }
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
