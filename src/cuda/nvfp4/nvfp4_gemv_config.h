@@ -15,7 +15,9 @@ struct Nvfp4GemvConfig {
 
 // Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll> overrides it and
 // LOWBIT_PRINT_CONFIG=1 prints it.
+// `pairs`: routed (token, expert) rows of the output, known on the host, unlike how many slots
+// are active.
 Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
-                                         std::int64_t slots, bool sparse);
+                                         std::int64_t slots, std::int64_t pairs, bool sparse);
 
 }  // namespace lowbit::cuda

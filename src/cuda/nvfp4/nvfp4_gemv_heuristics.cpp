@@ -2,6 +2,7 @@
 // goal is enough loads in flight on every SM and work items that finish together. One warp per
 // 16-row tile keeps the most independent items; when the tiles of a launch are too few to give
 // every SM several warps, 2 or 4 warps split each tile's K instead (docs/perf/nvfp4_gemv.md).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -28,29 +29,34 @@ bool parse_override(Nvfp4GemvConfig& config) {
 }  // namespace
 
 Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
-                                         std::int64_t slots, bool sparse) {
+                                         std::int64_t slots, std::int64_t pairs, bool sparse) {
   Nvfp4GemvConfig config;
   if (!parse_override(config)) {
-    const std::int64_t tiles = (rows / 16) * slots;
+    // Slots with no token cost one early exit, so count at most one slot per routed row.
+    const std::int64_t tiles = (rows / 16) * std::min(slots, pairs);
     const std::int64_t chunks = cols / 64;
-    // Below ~16 warps per SM on 132 SMs, split K so that more warps stream; short K (under
-    // three rounds of 8 chunks) runs better with a window of 4. Measured on H200 over the 18
-    // MoE rows of `lowbit bench nvfp4` with every configuration (docs/perf/nvfp4_gemv.md).
-    config = {1, 8};
+    // Measured on H200 with every configuration over the 18 MoE rows of `lowbit bench nvfp4`
+    // (docs/perf/nvfp4_gemv.md): below ~16 warps per SM, split K so that more warps stream;
+    // a window of 8 chunks (16 warps per SM) for a few tokens' long rows; otherwise a window
+    // of 4 (24 warps per SM), better for short K and for launches over many experts.
     if (tiles < 132 * 4 && chunks >= 16) {
       config = {4, 4};
     } else if (tiles < 132 * 8 && chunks >= 16) {
       config = {2, 4};
-    } else if (chunks < 24) {
+    } else if (pairs <= 16 && chunks >= 24) {
+      config = {1, 8};
+    } else {
       config = {1, 4};
     }
   }
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
   if (print) {
     std::fprintf(stderr,
-                 "[lowbit] nvfp4_%sgemv rows=%lld cols=%lld slots=%lld: warps_per_tile=%d unroll=%d\n",
+                 "[lowbit] nvfp4_%sgemv rows=%lld cols=%lld slots=%lld pairs=%lld: "
+                 "warps_per_tile=%d unroll=%d\n",
                  sparse ? "sparse24_" : "", static_cast<long long>(rows),
                  static_cast<long long>(cols), static_cast<long long>(slots),
+                 static_cast<long long>(pairs),
                  config.warps_per_tile, config.unroll);
   }
   return config;

@@ -39,7 +39,7 @@ struct Nvfp4GemvParams {
   const std::uint8_t* block_scales;
   const float* global_scales;        // [experts]
   std::uint16_t* output;             // bf16 [output_rows, rows]
-  std::int64_t output_row_stride;
+  std::int64_t output_rows, output_row_stride;
   const std::int32_t* expert_ids;    // [slots]; null: one slot of expert 0 over every x row
   const std::int32_t* slot_offsets;  // [slots + 1] or null
   const std::int32_t* token_ids;     // or null
