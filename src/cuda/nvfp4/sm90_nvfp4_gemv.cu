@@ -122,12 +122,21 @@ __device__ __forceinline__ ChunkWeights<kSparse> load_chunk(const TileAddress& a
   return w;
 }
 
+// The table entry of byte kByte of a scales word: the byte extracted by one permute, so that
+// its address is one shift-add (the compiler's shift, mask and add took one more per lookup).
+template <int kByte>
+__device__ __forceinline__ std::uint32_t scale_entry(const Tables& tables, std::uint32_t scales) {
+  std::uint32_t code;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(code) : "r"(scales), "n"(0x4440 + kByte));
+  return tables.scale[code];
+}
+
 // A fragments (rows r, r + 8) of tensor-core step j of a chunk.
 template <int kStep>
 __device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, const Tables& tables,
                                                std::uint32_t (&a)[4]) {
-  const std::uint32_t scale_row = tables.scale[w.scales & 0xFF];
-  const std::uint32_t scale_row8 = tables.scale[(w.scales >> 8) & 0xFF];
+  const std::uint32_t scale_row = scale_entry<0>(tables, w.scales);
+  const std::uint32_t scale_row8 = scale_entry<1>(tables, w.scales);
   const std::uint32_t q = kStep == 0 ? w.codes.x : kStep == 1 ? w.codes.y : kStep == 2 ? w.codes.z : w.codes.w;
   a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     k +0, +1
   a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, k +0, +1
@@ -139,8 +148,8 @@ __device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, con
 template <int kStep>
 __device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, const Tables& tables,
                                                std::uint32_t (&a)[4]) {
-  const std::uint32_t scale_row = tables.scale[(w.scales >> (16 * kStep)) & 0xFF];
-  const std::uint32_t scale_row8 = tables.scale[(w.scales >> (16 * kStep + 8)) & 0xFF];
+  const std::uint32_t scale_row = scale_entry<2 * kStep>(tables, w.scales);
+  const std::uint32_t scale_row8 = scale_entry<2 * kStep + 1>(tables, w.scales);
   const std::uint32_t q = kStep == 0 ? w.values.x : w.values.y;
   a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     group lane % 4
   a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, group lane % 4
