@@ -1,7 +1,8 @@
-// Configuration choice of the NVFP4 GEMVs: the kernels stream each weight byte once, so the
-// goal is enough loads in flight on every SM and work items that finish together. One warp per
-// 16-row tile keeps the most independent items; when the tiles of a launch are too few to give
-// every SM several warps, 2 or 4 warps split each tile's K instead (docs/perf/nvfp4_gemv.md).
+// Configuration choice of the NVFP4 GEMVs: the kernels are bound by instruction issue and by
+// the loads each warp keeps in flight, so the choice trades window depth (registers) against
+// warps per SM. One warp per 16-row tile keeps the most independent items; when the tiles of a
+// launch are too few to give every SM several warps, 2 or 4 warps split each tile's K instead
+// (docs/perf/nvfp4_gemv.md).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -234,14 +234,17 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   }
   float acc[kTokenGroups][4] = {};
   const int chunks = static_cast<int>(p.cols / 64);
-  // This warp's chunks are k_warp, k_warp + kWarpsPerTile, ...: chunk_of(i).
+  // This warp's chunks are k_warp, k_warp + kWarpsPerTile, ...
   const int my_chunks = (chunks - k_warp + kWarpsPerTile - 1) / kWarpsPerTile;
   // No tokens at all (every output NaN): x may hold no row 0 to read.
   if (tile_ok && s.expert_ok && my_chunks > 0 && p.tokens > 0) {
     // Rolling windows: kUnroll chunks of weights and kAhead chunks of activations in flight,
-    // so neither stream drains while the warp computes.
-    // The warp's chunks are k_warp, k_warp + kWarpsPerTile, ...; the cursors sit at the chunk
-    // of window slot 0 of the current round.
+    // so neither stream drains while the warp computes. The cursors sit at the chunk of
+    // window slot 0 of the current round.
+    // NOTE: ptxas issues a round's refills together after the round's last mma and waits for
+    // all of them when the next round starts (about a fifth of the stall samples); every way
+    // around it measured (L2 prefetch, cp.async or bulk-copy rings in shared memory) cost more
+    // issue slots than it saved (docs/perf/nvfp4_gemv.md).
     TileAddress cursor = at;
     cursor.advance<kSparse>(k_warp);
     const std::uint16_t* x_cursor[kTokenGroups];
