@@ -31,32 +31,46 @@ LOWBIT_HOST_DEVICE std::uint32_t gemv_pair_bits(std::uint32_t q) {
   constexpr std::uint32_t kMagnitudes = 0x01C001C0u, kSigns = 0x80008000u;
   constexpr int kMagnitudeShift = 6 - kGemvMagnitudeBit[kPair];
   constexpr int kSignShift = 15 - kGemvSignBit[kPair];
-  const std::uint32_t magnitudes = kMagnitudeShift >= 0 ? q << (kMagnitudeShift & 31)
-                                                        : q >> (-kMagnitudeShift & 31);
+  std::uint32_t magnitudes;
+  if constexpr (kMagnitudeShift >= 0) {
+    magnitudes = q << kMagnitudeShift;
+  } else {
+    magnitudes = q >> -kMagnitudeShift;
+  }
   if constexpr (kMagnitudeShift == kSignShift) {
     return magnitudes & (kMagnitudes | kSigns);
   } else {
-    return (magnitudes & kMagnitudes) | ((q << (kSignShift & 31)) & kSigns);
+    return (magnitudes & kMagnitudes) | ((q << kSignShift) & kSigns);
   }
 }
 
-// The code at a slot address of a GEMV code buffer (little-endian 32-bit words).
+// A GEMV code word (little-endian 32 bits), and where the code at a slot address sits in it.
+inline std::uint32_t gemv_word(const std::uint8_t* word) {
+  return word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
+}
+inline int gemv_magnitude_bit(std::int64_t slot_address) {
+  return kGemvMagnitudeBit[slot_address % 4] + 16 * static_cast<int>(slot_address % 8 / 4);
+}
+inline int gemv_sign_bit(std::int64_t slot_address) {
+  return kGemvSignBit[slot_address % 4] + 16 * static_cast<int>(slot_address % 8 / 4);
+}
+
+// The code at a slot address of a GEMV code buffer.
 inline std::uint8_t read_gemv_code(const std::uint8_t* bytes, std::int64_t slot_address) {
-  const std::uint8_t* word = bytes + slot_address / 8 * 4;
-  const std::uint32_t q = word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
-  const int p = static_cast<int>(slot_address % 4), h = static_cast<int>(slot_address % 8) / 4;
-  const std::uint32_t magnitude = (q >> (kGemvMagnitudeBit[p] + 16 * h)) & 7;
-  const std::uint32_t sign = (q >> (kGemvSignBit[p] + 16 * h)) & 1;
+  const std::uint32_t q = gemv_word(bytes + slot_address / 8 * 4);
+  const std::uint32_t magnitude = (q >> gemv_magnitude_bit(slot_address)) & 7;
+  const std::uint32_t sign = (q >> gemv_sign_bit(slot_address)) & 1;
   return static_cast<std::uint8_t>(sign << 3 | magnitude);
 }
 
 inline void write_gemv_code(std::uint8_t* bytes, std::int64_t slot_address, std::uint8_t code) {
   std::uint8_t* word = bytes + slot_address / 8 * 4;
-  const int p = static_cast<int>(slot_address % 4), h = static_cast<int>(slot_address % 8) / 4;
-  const int magnitude_bit = kGemvMagnitudeBit[p] + 16 * h, sign_bit = kGemvSignBit[p] + 16 * h;
-  std::uint32_t q = word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
+  const int magnitude_bit = gemv_magnitude_bit(slot_address);
+  const int sign_bit = gemv_sign_bit(slot_address);
+  std::uint32_t q = gemv_word(word);
   q &= ~(7u << magnitude_bit | 1u << sign_bit);
-  q |= static_cast<std::uint32_t>(code & 7) << magnitude_bit | static_cast<std::uint32_t>(code >> 3 & 1) << sign_bit;
+  q |= static_cast<std::uint32_t>(code & 7) << magnitude_bit |
+       static_cast<std::uint32_t>(code >> 3 & 1) << sign_bit;
   for (int b = 0; b < 4; ++b) word[b] = static_cast<std::uint8_t>(q >> (8 * b));
 }
 

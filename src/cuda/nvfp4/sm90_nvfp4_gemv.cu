@@ -33,9 +33,6 @@ namespace {
 constexpr int kThreads = kGemvWarpsPerBlock * 32;
 constexpr char kDenseOp[] = "nvfp4_gemv";
 constexpr char kSparseOp[] = "nvfp4_sparse24_gemv";
-// Chunks of activations each warp loads ahead (2 or 4 measured at most 4% faster on H200
-// before the decode cut, for 8 more registers per chunk; not re-measured since).
-constexpr int kActivationsAhead = 1;
 
 __device__ __forceinline__ std::uint32_t mul_bf16x2(std::uint32_t a, std::uint32_t b) {
   std::uint32_t d;
@@ -238,9 +235,8 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   const int my_chunks = (chunks - k_warp + kWarpsPerTile - 1) / kWarpsPerTile;
   // No tokens at all (every output NaN): x may hold no row 0 to read.
   if (tile_ok && s.expert_ok && my_chunks > 0 && p.tokens > 0) {
-    // Rolling windows: kUnroll chunks of weights and kAhead chunks of activations in flight,
-    // so neither stream drains while the warp computes. The cursors sit at the chunk of
-    // window slot 0 of the current round.
+    // Rolling window: kUnroll chunks of weights in flight, so the stream does not drain while
+    // the warp computes. The cursors sit at the chunk of window slot 0 of the current round.
     // NOTE: ptxas issues a round's refills together after the round's last mma and waits for
     // all of them when the next round starts (about a fifth of the stall samples); every way
     // around it measured (L2 prefetch, cp.async or bulk-copy rings in shared memory) cost more
@@ -255,20 +251,16 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     for (int u = 0; u < kUnroll; ++u) {
       if (u < my_chunks) w[u] = load_chunk<kSparse>(cursor, u * kWarpsPerTile);
     }
-    // One token group prefetches its activations; two groups load them in place (registers:
-    // the two-group path serves slots of 9..16 tokens, compute-heavier anyway).
-    constexpr int kAhead = kTokenGroups == 1 ? kActivationsAhead : 0;
-    static_assert(kAhead == 0 || kUnroll % kAhead == 0, "window slots must be compile-time");
-    std::uint32_t x_window[kAhead > 0 ? kAhead : 1][kTokenGroups][8];
-#pragma unroll
-    for (int a = 0; a < kAhead; ++a) {
-      if (a < my_chunks) load_activations<kSparse>(x_cursor, a * kWarpsPerTile, x_window[a]);
-    }
-    // Chunk i = first + u uses window slot u (activations: u % kAhead), then refills it with
-    // chunk i + kUnroll (i + kAhead): no register copies of the slots.
+    // One token group loads its activations a chunk ahead (2 or 4 chunks measured at most 4%
+    // faster on H200 before the decode cut, for 8 more registers each); two groups load them
+    // in place (registers: the two-group path serves slots of 9..16 tokens).
+    constexpr bool kAhead = kTokenGroups == 1;
+    std::uint32_t x[kTokenGroups][8];
+    if constexpr (kAhead) load_activations<kSparse>(x_cursor, 0, x);
+    // Chunk i = first + u uses window slot u, then refills it with chunk i + kUnroll (x with
+    // chunk i + 1): no register copies of the slots.
     auto chunk_step = [&](int u, int i, bool check_refills) {
-      std::uint32_t (&x)[kTokenGroups][8] = x_window[kAhead > 0 ? u % kAhead : 0];
-      if constexpr (kAhead == 0) load_activations<kSparse>(x_cursor, u * kWarpsPerTile, x);
+      if constexpr (!kAhead) load_activations<kSparse>(x_cursor, u * kWarpsPerTile, x);
       multiply_step<0>(w[u], tables, x, acc);
       multiply_step<1>(w[u], tables, x, acc);
       if constexpr (!kSparse) {  // 2:4: two 32-deep sparse steps cover the chunk
@@ -278,8 +270,8 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
       if (!check_refills || i + kUnroll < my_chunks) {
         w[u] = load_chunk<kSparse>(cursor, (u + kUnroll) * kWarpsPerTile);
       }
-      if (kAhead > 0 && (!check_refills || i + kAhead < my_chunks)) {
-        load_activations<kSparse>(x_cursor, (u + kAhead) * kWarpsPerTile, x);
+      if (kAhead && (!check_refills || i + 1 < my_chunks)) {
+        load_activations<kSparse>(x_cursor, (u + 1) * kWarpsPerTile, x);
       }
     };
     auto next_round = [&] {
