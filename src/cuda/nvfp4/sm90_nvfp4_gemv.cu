@@ -19,197 +19,21 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../../common/nvfp4_gemv_layout.h"
 #include "../common/check.cuh"
 #include "../common/device_properties.cuh"
-#include "lowbit/formats.h"
 #include "nvfp4_gemv_config.h"
 #include "nvfp4_launch.h"
+#include "sm90_nvfp4_gemv_balanced.cuh"
+#include "sm90_nvfp4_gemv_device.cuh"
 
 namespace lowbit::cuda {
 
 namespace {
 
-constexpr int kThreads = kGemvWarpsPerBlock * 32;
+using namespace nvfp4_gemv;
+
 constexpr char kDenseOp[] = "nvfp4_gemv";
 constexpr char kSparseOp[] = "nvfp4_sparse24_gemv";
-
-__device__ __forceinline__ std::uint32_t mul_bf16x2(std::uint32_t a, std::uint32_t b) {
-  std::uint32_t d;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-__device__ __forceinline__ void mma_bf16(float (&c)[4], std::uint32_t a0, std::uint32_t a1,
-                                         std::uint32_t a2, std::uint32_t a3, std::uint32_t b0,
-                                         std::uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// Sparse A (16 x 32, 2:4, the kept pairs in a0..a3) times B (32 x 8). The metadata of
-// selector kSelector comes from lanes 4g + 2 * kSelector + {0, 1}: nibble q < 4 holds the
-// (i0 | i1 << 2) code of row g, group 4 * (lane & 1) + q; nibble q + 4 that of row g + 8
-// (measured on H200 with a probe; docs/nvfp4.md, "GEMV layouts").
-template <int kSelector>
-__device__ __forceinline__ void mma_sp_bf16(float (&c)[4], const std::uint32_t (&a)[4],
-                                            std::uint32_t b0, std::uint32_t b1, std::uint32_t b2,
-                                            std::uint32_t b3, std::uint32_t metadata) {
-  asm("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(b2), "r"(b3),
-        "r"(metadata), "n"(kSelector));
-}
-
-// Shared table: e4m3 code -> bf16x2 (s_b * 2^118, both halves).
-struct Tables {
-  std::uint32_t scale[256];
-};
-
-__device__ void fill_tables(Tables& tables) {
-  const float k2Pow118 = __uint_as_float((118u + 127u) << 23);
-  for (int code = threadIdx.x; code < 256; code += blockDim.x) {
-    const std::uint32_t bits =
-        float_to_bf16(fp8_e4m3_to_float(static_cast<std::uint8_t>(code)) * k2Pow118);
-    tables.scale[code] = bits | (bits << 16);
-  }
-}
-
-// What one lane loads for one 64-wide K chunk of its tile.
-template <bool kSparse>
-struct ChunkWeights;
-template <>
-struct ChunkWeights<false> {
-  uint4 codes;             // 4 steps x (2 rows x 4 codes)
-  std::uint32_t scales;    // low byte: row r, next byte: row r + 8
-};
-template <>
-struct ChunkWeights<true> {
-  uint2 values;            // 2 sparse steps x (2 rows x 2 groups x 2 kept codes)
-  std::uint32_t metadata;  // mma.sp metadata of step lane % 4 / 2
-  std::uint32_t scales;    // byte 2s: row r, byte 2s + 1: row r + 8, of sparse step s
-};
-
-// The per-lane addresses of one chunk of an expert's tile (moved along the tile by advance, so
-// that the loads of an unrolled loop take immediate offsets).
-struct TileAddress {
-  const std::uint8_t* weights;
-  const std::uint8_t* indices;
-  const std::uint8_t* scales;
-
-  template <bool kSparse>
-  __device__ __forceinline__ void advance(int chunks) {
-    weights += chunks * (kSparse ? 256 : 512);
-    if constexpr (kSparse) indices += chunks * 128;
-    scales += chunks * 64;
-  }
-};
-
-template <bool kSparse>
-__device__ __forceinline__ ChunkWeights<kSparse> load_chunk(const TileAddress& at, int chunk) {
-  ChunkWeights<kSparse> w;
-  if constexpr (kSparse) {
-    w.scales = __ldcs(reinterpret_cast<const unsigned int*>(at.scales + chunk * 64));
-    w.values = __ldcs(reinterpret_cast<const uint2*>(at.weights + chunk * 256));
-    w.metadata = __ldcs(reinterpret_cast<const unsigned int*>(at.indices + chunk * 128));
-  } else {
-    w.scales = __ldcs(reinterpret_cast<const unsigned short*>(at.scales + chunk * 64));
-    w.codes = __ldcs(reinterpret_cast<const uint4*>(at.weights + chunk * 512));
-  }
-  return w;
-}
-
-// The table entry of byte kByte of a scales word: the byte extracted by one permute, so that
-// its address is one shift-add (the compiler's shift, mask and add took one more per lookup).
-template <int kByte>
-__device__ __forceinline__ std::uint32_t scale_entry(const Tables& tables, std::uint32_t scales) {
-  std::uint32_t code;
-  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(code) : "r"(scales), "n"(0x4440 + kByte));
-  return tables.scale[code];
-}
-
-// A fragments (rows r, r + 8) of tensor-core step j of a chunk.
-template <int kStep>
-__device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, const Tables& tables,
-                                               std::uint32_t (&a)[4]) {
-  const std::uint32_t scale_row = scale_entry<0>(tables, w.scales);
-  const std::uint32_t scale_row8 = scale_entry<1>(tables, w.scales);
-  const std::uint32_t q = kStep == 0 ? w.codes.x : kStep == 1 ? w.codes.y : kStep == 2 ? w.codes.z : w.codes.w;
-  a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     k +0, +1
-  a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, k +0, +1
-  a[2] = mul_bf16x2(detail::gemv_pair_bits<2>(q), scale_row);   // row r,     k +2, +3
-  a[3] = mul_bf16x2(detail::gemv_pair_bits<3>(q), scale_row8);  // row r + 8, k +2, +3
-}
-
-// A fragments (rows r, r + 8; mma groups lane % 4 and + 4, kept pairs) of sparse step kStep.
-template <int kStep>
-__device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, const Tables& tables,
-                                               std::uint32_t (&a)[4]) {
-  const std::uint32_t scale_row = scale_entry<2 * kStep>(tables, w.scales);
-  const std::uint32_t scale_row8 = scale_entry<2 * kStep + 1>(tables, w.scales);
-  const std::uint32_t q = kStep == 0 ? w.values.x : w.values.y;
-  a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     group lane % 4
-  a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, group lane % 4
-  a[2] = mul_bf16x2(detail::gemv_pair_bits<2>(q), scale_row);   // row r,     group lane % 4 + 4
-  a[3] = mul_bf16x2(detail::gemv_pair_bits<3>(q), scale_row8);  // row r + 8, group lane % 4 + 4
-}
-
-// One tensor-core step for every token group: a dense 16-deep step, or a sparse 32-deep one.
-template <int kStep, bool kSparse, int kTokenGroups>
-__device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, const Tables& tables,
-                                              const std::uint32_t (&x)[kTokenGroups][8],
-                                              float (&acc)[kTokenGroups][4]) {
-  std::uint32_t a[4];
-  step_fragments<kStep>(w, tables, a);
-#pragma unroll
-  for (int n = 0; n < kTokenGroups; ++n) {
-    if constexpr (kSparse) {
-      mma_sp_bf16<kStep>(acc[n], a, x[n][4 * kStep], x[n][4 * kStep + 1], x[n][4 * kStep + 2],
-                         x[n][4 * kStep + 3], w.metadata);
-    } else {
-      mma_bf16(acc[n], a[0], a[1], a[2], a[3], x[n][2 * kStep], x[n][2 * kStep + 1]);
-    }
-  }
-}
-
-struct SlotRows {
-  int expert;      // valid: 0 <= expert < experts
-  bool expert_ok;
-  int first;       // output row of token 0 of this pass
-  int count;       // tokens in this pass, 1..16
-};
-
-__device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
-  return p.token_ids ? p.token_ids[row] : row;
-}
-
-// The lane's B fragments of one chunk. Dense: 16 consecutive K values of its token in each
-// group. 2:4: word 4s + j of sparse step s holds K values 16s + 4j + {0, 1} past the lane's
-// base (lane % 4 / 2 * 32 + lane % 2 * 2): half of an actual group of 4, whose other half sits
-// in the neighbouring lane, as mma.sp's groups do. Absent tokens read token 0's row: an output
-// column depends only on its own B column, and absent tokens' columns are not stored as sums.
-template <bool kSparse, int kTokenGroups>
-__device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
-                                                 int chunk, std::uint32_t (&x)[kTokenGroups][8]) {
-#pragma unroll
-  for (int n = 0; n < kTokenGroups; ++n) {
-    if constexpr (kSparse) {
-#pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        x[n][v] = __ldg(reinterpret_cast<const unsigned int*>(x_row[n] + chunk * 64 +
-                                                               16 * (v / 4) + 4 * (v % 4)));
-      }
-    } else {
-      const uint4 lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
-      const uint4 hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 8));
-      x[n][0] = lo.x, x[n][1] = lo.y, x[n][2] = lo.z, x[n][3] = lo.w;
-      x[n][4] = hi.x, x[n][5] = hi.y, x[n][6] = hi.z, x[n][7] = hi.w;
-    }
-  }
-}
 
 // One pass over a tile for up to 8 * kTokenGroups tokens, partial sums reduced over the warps
 // that split K, stored by the first of them.
@@ -218,17 +42,11 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
                                           float (*partial)[8][32], const TileAddress& at,
                                           std::int64_t tile, bool tile_ok, const SlotRows& s) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / 4, quad = lane % 4;
+  const int group = lane / 4;
   const int k_warp = warp % kWarpsPerTile;
   const std::uint16_t* x_row[kTokenGroups];
 #pragma unroll
-  for (int n = 0; n < kTokenGroups; ++n) {
-    const int column = n * 8 + group;
-    const int token = column < s.count ? token_of(p, s.first + column) : -1;
-    const bool x_ok = token >= 0 && token < p.tokens;
-    const int lane_offset = kSparse ? quad / 2 * 32 + quad % 2 * 2 : 16 * quad;
-    x_row[n] = p.x + (x_ok ? token : 0) * p.x_row_stride + lane_offset;
-  }
+  for (int n = 0; n < kTokenGroups; ++n) x_row[n] = x_row_of<kSparse>(p, s, n * 8 + group);
   float acc[kTokenGroups][4] = {};
   const int chunks = static_cast<int>(p.cols / 64);
   // This warp's chunks are k_warp, k_warp + kWarpsPerTile, ...
@@ -314,20 +132,8 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     __syncthreads();  // the next pass reuses `partial`
   }
   if (k_warp != 0 || !tile_ok) return;
-  const float global = s.expert_ok ? p.global_scales[s.expert] * 256.0f : 0.0f;
 #pragma unroll
-  for (int n = 0; n < kTokenGroups; ++n) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int column = n * 8 + 2 * quad + (i & 1);
-      if (column >= s.count) continue;
-      const int token = token_of(p, s.first + column);
-      const bool ok = s.expert_ok && token >= 0 && token < p.tokens;
-      const std::int64_t row = tile * 16 + group + (i >= 2 ? 8 : 0);
-      p.output[static_cast<std::int64_t>(s.first + column) * p.output_row_stride + row] =
-          ok ? float_to_bf16(acc[n][i] * global) : std::uint16_t{0x7FC0};
-    }
-  }
+  for (int n = 0; n < kTokenGroups; ++n) store_outputs(p, acc[n], s, tile, n * 8);
 }
 
 // One (slot, tile) work item: every pass over the slot's tokens. With K split over warps, the
@@ -340,23 +146,9 @@ __device__ __forceinline__ void slot_tile(const Nvfp4GemvParams& p, const Tables
   if (expert < 0) return;  // idle slot (uniform over a K-split block)
   const int begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
   const int end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
-  const int lane = threadIdx.x % 32;
   const bool tile_ok = tile < p.rows / 16;
   const bool expert_ok = expert < p.experts;
-  const std::int64_t weight_codes = p.rows * p.cols;  // per expert
-  const std::int64_t first_chunk = tile * (p.cols / 64);
-  const std::int64_t e = expert_ok ? expert : 0;
-  TileAddress at;
-  if constexpr (kSparse) {
-    at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + (lane / 4) * 8 +
-                (lane % 2) * 4;
-    at.weights = p.weights + e * (weight_codes / 4) + first_chunk * 256 + lane * 8;
-    at.indices = p.indices + e * (weight_codes / 8) + first_chunk * 128 + lane * 4;
-  } else {
-    at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + lane * 2;
-    at.weights = p.weights + e * (weight_codes / 2) + first_chunk * 512 + lane * 16;
-    at.indices = nullptr;
-  }
+  const TileAddress at = tile_address<kSparse>(p, expert_ok ? expert : 0, tile);
   for (int first = begin; first < end; first += 16) {
     const SlotRows s{expert, expert_ok, first, min(16, end - first)};
     if (s.count > 8) {
@@ -423,6 +215,18 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
     }
     kernel<<<grid, kThreads, 0, stream>>>(p);
   };
+  if (config.balanced && balanced_stream_fits(p, config.unroll)) {
+    const int sms = current_device_sm_count(op);
+    if (config.unroll == 8) {
+      nvfp4_gemv_balanced_kernel<kSparse, 8>
+          <<<kBalancedBlocksPerSm<8> * sms, kThreads, 0, stream>>>(p);
+    } else {
+      nvfp4_gemv_balanced_kernel<kSparse, 4>
+          <<<kBalancedBlocksPerSm<4> * sms, kThreads, 0, stream>>>(p);
+    }
+    check_launch(op);
+    return;
+  }
   const int key = config.warps_per_tile * 10 + config.unroll;
   switch (key) {
     case 14: run(nvfp4_gemv_kernel<kSparse, 1, 4>, 1, kBlocksPerSm<1, 4>); break;

@@ -1,0 +1,238 @@
+// The balanced NVFP4 GEMV kernel (one warp per 16-row tile, Nvfp4GemvConfig::balanced).
+// Included by sm90_nvfp4_gemv.cu only.
+//
+// A unit is one pass of up to 8 tokens over a (slot, tile) item: rounds_per_unit rounds of
+// kUnroll chunks. Block b owns items [b I / B, (b + 1) I / B); its units, in item order and
+// pass order within an item, form a stream of rounds that its warps split into four equal
+// contiguous shares. A warp runs its share with one window across units (the next unit's first
+// round is requested while the current unit's last round is computed), so a warp waits for
+// memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
+// down at M = 1: 3584 items of 32 chunks on 2112 warps left a third of the warps idle for the
+// second half). A unit split between warps is summed in shared memory in warp order by the
+// warp that ran its last round.
+
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "sm90_nvfp4_gemv_device.cuh"
+
+namespace lowbit::cuda::nvfp4_gemv {
+
+struct SlotInfo {
+  int expert;  // < 0: idle
+  int begin, end;
+  int passes;  // of 8 tokens
+};
+
+__device__ __forceinline__ SlotInfo slot_info(const Nvfp4GemvParams& p, std::int64_t slot) {
+  SlotInfo info;
+  info.expert = p.expert_ids ? p.expert_ids[slot] : 0;
+  info.begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
+  info.end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
+  info.passes = info.expert < 0 ? 0 : (max(info.end - info.begin, 0) + 7) / 8;
+  return info;
+}
+
+// Position of a warp in its block's unit stream (32-bit: the launch bounds the stream's size).
+struct UnitWalker {
+  int slot, tile, pass;
+  SlotInfo info;
+
+  __device__ __forceinline__ void next(const Nvfp4GemvParams& p) {
+    if (++pass < info.passes) return;
+    pass = 0;
+    if (++tile < p.rows / 16) return;
+    tile = 0;
+    do info = slot_info(p, ++slot);
+    while (info.passes == 0);
+  }
+  __device__ __forceinline__ SlotRows rows(const Nvfp4GemvParams& p) const {
+    const int first = info.begin + 8 * pass;
+    return SlotRows{info.expert, info.expert < p.experts, first, min(8, info.end - first)};
+  }
+};
+
+// What a warp reads and writes only when a unit ends, kept out of the registers the window needs.
+struct StreamState {
+  UnitWalker walk;  // the unit being computed, then (from its last round on) the next one
+  SlotRows rows;    // the unit being computed
+  int tile;
+  int partial_unit;  // unit whose first rounds this warp left in `partial` (-1: none)
+  int owned_unit;    // unit whose last rounds this warp left in `owned` (-1: none)
+  SlotRows owned_rows;
+  int owned_tile;
+};
+
+template <bool kSparse>
+__device__ __forceinline__ void unit_start_addresses(const Nvfp4GemvParams& p, const SlotRows& rows,
+                                                     int tile, TileAddress& at,
+                                                     const std::uint16_t*& x) {
+  at = tile_address<kSparse>(p, rows.expert_ok ? rows.expert : 0, tile);
+  x = x_row_of<kSparse>(p, rows, threadIdx.x % 32 / 4);
+}
+
+template <bool kSparse, int kUnroll>
+__device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const Tables& tables) {
+  __shared__ StreamState state[kGemvWarpsPerBlock];
+  __shared__ float partial[kGemvWarpsPerBlock][4][32];
+  __shared__ float owned[kGemvWarpsPerBlock][4][32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  StreamState& st = state[warp];
+  const std::int64_t tiles = p.rows / 16, items = tiles * p.slots;
+  const int rounds_per_unit = static_cast<int>(p.cols / 64 / kUnroll);
+  const std::int64_t item_begin = blockIdx.x * items / gridDim.x;
+  const std::int64_t item_end = (blockIdx.x + 1) * items / gridDim.x;
+  // The block's rounds, slot by slot (a block's items span one or a few slots).
+  std::int64_t total = 0;
+  for (std::int64_t item = item_begin; item < item_end;) {
+    const std::int64_t slot = item / tiles;
+    const std::int64_t slot_end = min(item_end, (slot + 1) * tiles);
+    total += (slot_end - item) * slot_info(p, slot).passes * rounds_per_unit;
+    item = slot_end;
+  }
+  const int round_begin = static_cast<int>(warp * total / kGemvWarpsPerBlock);
+  const int round_end = static_cast<int>((warp + 1) * total / kGemvWarpsPerBlock);
+  if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
+  if (round_begin < round_end) {
+    // The unit holding round_begin, and the round k within it.
+    int k = 0;
+    if (lane == 0) {
+      std::int64_t position = 0;
+      for (std::int64_t item = item_begin;;) {
+        const std::int64_t slot = item / tiles;
+        const std::int64_t slot_end = min(item_end, (slot + 1) * tiles);
+        const SlotInfo info = slot_info(p, slot);
+        const std::int64_t rounds = (slot_end - item) * info.passes * rounds_per_unit;
+        if (round_begin < position + rounds) {
+          const std::int64_t unit = (round_begin - position) / rounds_per_unit;
+          k = static_cast<int>((round_begin - position) % rounds_per_unit);
+          st.walk = UnitWalker{static_cast<int>(slot), static_cast<int>(item % tiles + unit / info.passes),
+                               static_cast<int>(unit % info.passes), info};
+          st.rows = st.walk.rows(p);
+          st.tile = st.walk.tile;
+          break;
+        }
+        position += rounds;
+        item = slot_end;
+      }
+    }
+    k = __shfl_sync(0xffffffffu, k, 0);
+    __syncwarp();
+    bool started_here = k == 0;
+    TileAddress cursor;
+    const std::uint16_t* x_cursor[1];
+    unit_start_addresses<kSparse>(p, st.rows, st.tile, cursor, x_cursor[0]);
+    cursor.advance<kSparse>(k * kUnroll);
+    x_cursor[0] += k * kUnroll * 64;
+    ChunkWeights<kSparse> w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) w[u] = load_chunk<kSparse>(cursor, u);
+    std::uint32_t x[1][8];
+    load_activations<kSparse>(x_cursor, 0, x);
+    float acc[1][4] = {};
+    for (int round = round_begin; round < round_end; ++round) {
+      const bool more = round + 1 < round_end;
+      const bool unit_ends = k + 1 == rounds_per_unit;
+      // Where the next round is: further along this tile, or the next unit's first round.
+      TileAddress next = cursor;
+      next.advance<kSparse>(kUnroll);
+      const std::uint16_t* x_next[1] = {x_cursor[0] + kUnroll * 64};
+      if (unit_ends && more) {
+        UnitWalker walk = st.walk;
+        walk.next(p);
+        unit_start_addresses<kSparse>(p, walk.rows(p), walk.tile, next, x_next[0]);
+        __syncwarp();
+        if (lane == 0) st.walk = walk;
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        multiply_step<0>(w[u], tables, x, acc);
+        multiply_step<1>(w[u], tables, x, acc);
+        if constexpr (!kSparse) {
+          multiply_step<2>(w[u], tables, x, acc);
+          multiply_step<3>(w[u], tables, x, acc);
+        }
+        if (more) w[u] = load_chunk<kSparse>(next, u);
+        if (u + 1 < kUnroll) {
+          load_activations<kSparse>(x_cursor, u + 1, x);
+        } else if (more) {
+          load_activations<kSparse>(x_next, 0, x);
+        }
+      }
+      if (unit_ends || !more) {
+        const int unit = round - k;
+        __syncwarp();
+        if (unit_ends && started_here) {
+          store_outputs(p, acc[0], st.rows, st.tile, 0);
+        } else {  // shared with a neighbouring warp: summed after the block's barrier
+          float (*slot)[32] = unit_ends ? owned[warp] : partial[warp];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) slot[i][lane] = acc[0][i];
+          if (lane == 0) {
+            if (unit_ends) {
+              st.owned_unit = unit, st.owned_rows = st.rows, st.owned_tile = st.tile;
+            } else {
+              st.partial_unit = unit;
+            }
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[0][i] = 0.0f;
+        if (unit_ends && more) {
+          __syncwarp();
+          if (lane == 0) st.rows = st.walk.rows(p), st.tile = st.walk.tile;
+        }
+        __syncwarp();
+      }
+      k = unit_ends ? 0 : k + 1;
+      started_here = started_here || unit_ends;
+      cursor = next;
+      x_cursor[0] = x_next[0];
+    }
+  }
+  __syncthreads();
+  const int unit = st.owned_unit;
+  if (unit >= 0) {
+    // Fixed order: this warp's rounds, then the earlier warps' from the nearest down (a warp
+    // with no rounds in between holds none).
+    float sum[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum[i] = owned[warp][i][lane];
+    for (int other = warp - 1; other >= 0; --other) {
+      if (state[other].partial_unit != unit) {
+        if (state[other].owned_unit == -1 && state[other].partial_unit == -1) continue;
+        break;
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sum[i] += partial[other][i][lane];
+    }
+    store_outputs(p, sum, st.owned_rows, st.owned_tile, 0);
+  }
+}
+
+// The window of 4 needs 95 registers here (5 blocks per SM), the window of 8 125 (4 blocks).
+template <int kUnroll>
+inline constexpr int kBalancedBlocksPerSm = kUnroll == 8 ? 4 : 5;
+
+// Whether a launch can run balanced: whole rounds per tile, some token row to read for absent
+// tokens, slots no more than routed rows (idle slots would unbalance the split by items), and
+// stream positions within 32 bits (passes per slot <= its rows / 8 + 1).
+inline bool balanced_stream_fits(const Nvfp4GemvParams& p, int unroll) {
+  const std::int64_t chunks = p.cols / 64;
+  const std::int64_t max_rounds = (p.rows / 16) * (p.slots + p.output_rows / 8 + 1) * (chunks / unroll);
+  return chunks % unroll == 0 && p.tokens > 0 &&
+         (p.expert_ids == nullptr || p.slots <= p.output_rows) && max_rounds < (std::int64_t{1} << 31);
+}
+
+template <bool kSparse, int kUnroll>
+__global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
+    nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
+  __shared__ Tables tables;
+  fill_tables(tables);
+  __syncthreads();
+  balanced_rounds<kSparse, kUnroll>(p, tables);
+}
+
+}  // namespace lowbit::cuda::nvfp4_gemv
