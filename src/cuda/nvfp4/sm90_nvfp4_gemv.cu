@@ -58,7 +58,8 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     // NOTE: ptxas issues a round's refills together after the round's last mma and waits for
     // all of them when the next round starts (about a fifth of the stall samples); every way
     // around it measured (L2 prefetch, cp.async or bulk-copy rings in shared memory) cost more
-    // issue slots than it saved (docs/perf/nvfp4_gemv.md).
+    // issue slots than it saved, and two rounds per iteration (half the waits) gained nothing
+    // (docs/perf/nvfp4_gemv.md).
     TileAddress cursor = at;
     cursor.advance<kSparse>(k_warp);
     const std::uint16_t* x_cursor[kTokenGroups];
@@ -142,10 +143,9 @@ template <bool kSparse, int kWarpsPerTile, int kUnroll>
 __device__ __forceinline__ void slot_tile(const Nvfp4GemvParams& p, const Tables& tables,
                                           float (*partial)[8][32], std::int64_t slot,
                                           std::int64_t tile) {
-  const int expert = p.expert_ids ? p.expert_ids[slot] : 0;
+  const SlotInfo info = slot_info(p, slot);
+  const int expert = info.expert, begin = info.begin, end = info.end;
   if (expert < 0) return;  // idle slot (uniform over a K-split block)
-  const int begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
-  const int end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
   const bool tile_ok = tile < p.rows / 16;
   const bool expert_ok = expert < p.experts;
   const TileAddress at = tile_address<kSparse>(p, expert_ok ? expert : 0, tile);

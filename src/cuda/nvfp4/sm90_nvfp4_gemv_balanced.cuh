@@ -20,21 +20,6 @@
 
 namespace lowbit::cuda::nvfp4_gemv {
 
-struct SlotInfo {
-  int expert;  // < 0: idle
-  int begin, end;
-  int passes;  // of 8 tokens
-};
-
-__device__ __forceinline__ SlotInfo slot_info(const Nvfp4GemvParams& p, std::int64_t slot) {
-  SlotInfo info;
-  info.expert = p.expert_ids ? p.expert_ids[slot] : 0;
-  info.begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
-  info.end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
-  info.passes = info.expert < 0 ? 0 : (max(info.end - info.begin, 0) + 7) / 8;
-  return info;
-}
-
 // Position of a warp in its block's unit stream (32-bit: the launch bounds the stream's size).
 struct UnitWalker {
   int slot, tile, pass;
@@ -195,13 +180,13 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
   __syncthreads();
   const int unit = st.owned_unit;
   if (unit >= 0) {
-    // Fixed order: this warp's rounds, then the earlier warps' from the nearest down (a warp
-    // with no rounds in between holds none).
+    // Fixed order: this warp's rounds, then the earlier warps' from the nearest down.
     float sum[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum[i] = owned[warp][i][lane];
     for (int other = warp - 1; other >= 0; --other) {
       if (state[other].partial_unit != unit) {
+        // Holds nothing for any unit (no rounds, or only units it stored itself): look past it.
         if (state[other].owned_unit == -1 && state[other].partial_unit == -1) continue;
         break;
       }

@@ -164,6 +164,22 @@ struct SlotRows {
   int count;       // tokens in this pass, 1..16
 };
 
+// A slot's expert and token rows (an idle slot, expert < 0, reads no offsets).
+struct SlotInfo {
+  int expert;  // < 0: idle
+  int begin, end;
+  int passes;  // of 8 tokens
+};
+
+__device__ __forceinline__ SlotInfo slot_info(const Nvfp4GemvParams& p, std::int64_t slot) {
+  SlotInfo info{p.expert_ids ? p.expert_ids[slot] : 0, 0, 0, 0};
+  if (info.expert < 0) return info;
+  info.begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
+  info.end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
+  info.passes = (max(info.end - info.begin, 0) + 7) / 8;
+  return info;
+}
+
 __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
   return p.token_ids ? p.token_ids[row] : row;
 }
