@@ -127,7 +127,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       check(cudaGetLastError(), "fill");
       std::int64_t ws_bytes = 0;
       for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
-        for (const char* config : {"large128x128", "medium64x128", "decode_swap_ab", "gemv_split_k"}) {
+        for (const char* config : {"large128x128", "medium64x128", "decode_swap_ab", "gemv_split_k", "gemv_wgmma"}) {
           setenv("LOWBIT_SCALED_GEMM", config, 1);
           ws_bytes = std::max(ws_bytes, scaled_mm_workspace_bytes(m, n, k, ab, DType::kBF16));
           unsetenv("LOWBIT_SCALED_GEMM");
@@ -169,11 +169,18 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const std::size_t int8_at = ours(true, true, ScaledMmEpilogue::kScaled, nullptr);
       const std::size_t int8_azp_at = ours(true, true, ScaledMmEpilogue::kScaledAzp, nullptr);
       const std::size_t int8_azp_token_at = ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken, nullptr);
-      // gemv_split_k holds at most 32 tokens (forced beyond that it would run the default).
+      // The GEMVs hold at most 32 tokens (forced beyond that they would run the default).
       std::vector<const char*> configs = {"large128x128", "medium64x128", "decode_swap_ab"};
-      if (m <= 32) configs.push_back("gemv_split_k");
-      std::vector<std::size_t> config_at;
+      std::vector<const char*> int8_configs;
+      if (m <= 32) {
+        for (const char* gemv : {"gemv_split_k", "gemv_wgmma"}) {
+          configs.push_back(gemv);
+          int8_configs.push_back(gemv);
+        }
+      }
+      std::vector<std::size_t> config_at, int8_config_at;
       for (const char* config : configs) config_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config));
+      for (const char* config : int8_configs) int8_config_at.push_back(ours(true, true, ScaledMmEpilogue::kScaled, config));
 
       const auto* one = static_cast<const float*>(scalar.get());
       std::unique_ptr<CublasLtFp8Gemm> lt, lt_fast;
@@ -207,8 +214,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const double int8_azp_token_us = us[int8_azp_token_at];
       const double lt_us = lt ? us[lt_at] : -1, lt_fast_us = lt ? us[lt_fast_at] : -1;
       const double lt_int8_us = lt8 ? us[lt8_at] : -1;
-      nlohmann::json per_config = nlohmann::json::object();
+      nlohmann::json per_config = nlohmann::json::object(), int8_per_config = nlohmann::json::object();
       for (std::size_t c = 0; c < config_at.size(); ++c) per_config[configs[c]] = us[config_at[c]];
+      for (std::size_t c = 0; c < int8_config_at.size(); ++c) int8_per_config[int8_configs[c]] = us[int8_config_at[c]];
 
       const double flops = 2.0 * m * n * k;
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
@@ -220,6 +228,11 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                   100 * weight_gbps / copy_gbps, lt_us, ratio(lt_us, fp8_us), lt_fast_us, ratio(lt_fast_us, fp8_us),
                   fp8_token_channel_us, over(fp8_token_channel_us, fp8_us), int8_us, int8_azp_us, int8_azp_token_us,
                   over(int8_azp_us, int8_us), over(int8_azp_token_us, int8_us), lt_int8_us, ratio(lt_int8_us, int8_us));
+      std::printf("%33s forced fp8:", "");
+      for (std::size_t c = 0; c < config_at.size(); ++c) std::printf(" %s=%.2f", configs[c], us[config_at[c]]);
+      if (!int8_configs.empty()) std::printf(" | int8:");
+      for (std::size_t c = 0; c < int8_config_at.size(); ++c) std::printf(" %s=%.2f", int8_configs[c], us[int8_config_at[c]]);
+      std::printf("\n");
       std::fflush(stdout);
       results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"rotation_sets", sets},
                          {"weight_bytes", weight_bytes},
@@ -234,7 +247,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                          {"int8_azp_per_token_us", int8_azp_token_us},
                          {"cublaslt_int8_plus_dequant_us", lt_int8_us},
                          {"speedup_vs_cublaslt_int8", ratio(lt_int8_us, int8_us)},
-                         {"fp8_forced_config_us", per_config}});
+                         {"fp8_forced_config_us", per_config},
+                         {"int8_forced_config_us", int8_per_config}});
     }
   }
   return {{"benchmark", "gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},

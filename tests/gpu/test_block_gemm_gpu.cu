@@ -241,7 +241,7 @@ TEST(BlockFp8MmGpu, Fp32OutputAndOddShapes) {
 TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
   // The heuristic picks by shape; here every configuration runs the same problems.
   std::uint64_t salt = 6000;
-  for (const char* config : {"prefill128x128", "prefill64x128pp", "decode32", "decode64", "gemv_split_k"}) {
+  for (const char* config : {"prefill128x128", "prefill64x128pp", "decode32", "decode64", "gemv_split_k", "gemv_wgmma"}) {
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
     for (std::int64_t m : {1, 33, 129}) {
       for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor}) {
@@ -256,27 +256,33 @@ TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
 }
 
 TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
-  // The decode GEMV (M <= 32): each token-tile width (8 / 16 / 32) and its partial tiles, N off
-  // the 32-row block, K off the 128-deep step, every scale layout, both output dtypes.
+  // Both decode GEMVs (M <= 32): each token-tile width (8 / 16 / 32) and its partial tiles, N
+  // off the 32- and 64-row blocks, K off the 128-deep step, every scale layout, both output
+  // dtypes; the wgmma GEMV's K split runs from 1 warpgroup per block (N = 24576) to 4 x 8
+  // cluster blocks (N = 136, 200).
   struct Shape {
     std::int64_t n, k;
   };
   const Shape shapes[] = {{576, 7168}, {200, 336}, {136, 4112}, {24576, 1536}};
   std::uint64_t salt = 6500;
-  for (const Shape& s : shapes) {
-    for (std::int64_t m : {1, 2, 8, 9, 16, 17, 32}) {
-      for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor,
-                                 ScaleLayout::kColumnMajorTmaAligned}) {
-        const Problem p = make_problem(m, s.n, s.k, salt += 10);
-        for (DType out : {DType::kFP32, DType::kBF16}) {
-          const Accuracy acc = check(p, run_gpu(p, layout, out), salt);
-          EXPECT_EQ(acc.nans, 0) << m << "x" << s.n << "x" << s.k;
-          EXPECT_EQ(acc.failures, 0) << m << "x" << s.n << "x" << s.k << " "
-                                     << scale_layout_name(layout) << " " << dtype_name(out);
+  for (const char* config : {"gemv_split_k", "gemv_wgmma"}) {
+    setenv("LOWBIT_BLOCK_GEMM", config, 1);
+    for (const Shape& s : shapes) {
+      for (std::int64_t m : {1, 2, 8, 9, 16, 17, 32}) {
+        for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor,
+                                   ScaleLayout::kColumnMajorTmaAligned}) {
+          const Problem p = make_problem(m, s.n, s.k, salt += 10);
+          for (DType out : {DType::kFP32, DType::kBF16}) {
+            const Accuracy acc = check(p, run_gpu(p, layout, out), salt);
+            EXPECT_EQ(acc.nans, 0) << config << " " << m << "x" << s.n << "x" << s.k;
+            EXPECT_EQ(acc.failures, 0) << config << " " << m << "x" << s.n << "x" << s.k << " "
+                                       << scale_layout_name(layout) << " " << dtype_name(out);
+          }
         }
       }
     }
   }
+  unsetenv("LOWBIT_BLOCK_GEMM");
 }
 
 TEST(BlockFp8MmGpu, DeterministicAndMatchesCpuReferenceOnSmallShape) {

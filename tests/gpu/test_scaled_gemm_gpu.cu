@@ -285,7 +285,7 @@ TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   // M = 77 is off every tile; the GEMV (M <= 32) runs 5, 13 and 29 (token tiles of 8 / 16 / 32).
   const std::pair<const char*, std::vector<std::int64_t>> configs[] = {
       {"large128x128", {77}}, {"medium64x128", {77}}, {"decode_swap_ab", {77}},
-      {"gemv_split_k", {5, 13, 29}}};
+      {"gemv_split_k", {5, 13, 29}}, {"gemv_wgmma", {5, 13, 29}}};
   for (const auto& [config, token_counts] : configs) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);
     for (std::int64_t m : token_counts) {
@@ -316,28 +316,54 @@ TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
 }
 
 TEST(ScaledMmGpu, GemvNanCodesPoisonOnlyTheirRowAndColumn) {
-  // NaN codes through the GEMV's split-K sums and fp8 decoding: one in token 3 and one in
+  // NaN codes through the GEMVs' split-K sums and fp8 products: one in token 3 and one in
   // weight row 37 (different K positions and signs) make exactly output row 3 and column 37
   // NaN; the rest matches the reference.
   const std::int64_t m = 13, n = 264, k = 1040;
   Problem p = make_problem(m, n, k, Options{}, 7500);
   p.a[3 * k + 515] = 0x7F;
   p.b[37 * k + 1039] = 0xFF;
-  setenv("LOWBIT_SCALED_GEMM", "gemv_split_k", 1);
-  const std::vector<std::uint16_t> got = run_gpu(p);
-  unsetenv("LOWBIT_SCALED_GEMM");
-  std::int64_t wrong = 0;
-  for (std::int64_t row = 0; row < m; ++row) {
-    const std::vector<std::uint16_t> ref = reference_slice(p, row, 0, n);
-    for (std::int64_t col = 0; col < n; ++col) {
-      const bool want_nan = row == 3 || col == 37;
-      const float g = decode(p.o.out, got[row * n + col]), r = decode(p.o.out, ref[col]);
-      ASSERT_EQ(std::isnan(r), want_nan) << "reference at " << row << "," << col;
-      const bool ok = want_nan ? std::isnan(g) : std::fabs(g - r) <= 0.02f * std::fabs(r) + 1e-3f;
-      wrong += ok ? 0 : 1;
+  for (const char* config : {"gemv_split_k", "gemv_wgmma"}) {
+    setenv("LOWBIT_SCALED_GEMM", config, 1);
+    const std::vector<std::uint16_t> got = run_gpu(p);
+    unsetenv("LOWBIT_SCALED_GEMM");
+    std::int64_t wrong = 0;
+    for (std::int64_t row = 0; row < m; ++row) {
+      const std::vector<std::uint16_t> ref = reference_slice(p, row, 0, n);
+      for (std::int64_t col = 0; col < n; ++col) {
+        const bool want_nan = row == 3 || col == 37;
+        const float g = decode(p.o.out, got[row * n + col]), r = decode(p.o.out, ref[col]);
+        ASSERT_EQ(std::isnan(r), want_nan) << "reference at " << row << "," << col;
+        const bool ok = want_nan ? std::isnan(g) : std::fabs(g - r) <= 0.02f * std::fabs(r) + 1e-3f;
+        wrong += ok ? 0 : 1;
+      }
     }
+    EXPECT_EQ(wrong, 0) << config;
   }
-  EXPECT_EQ(wrong, 0);
+}
+
+TEST(ScaledMmGpu, GemvConfigsOnModelShapes) {
+  // Both GEMVs forced over the model shapes and their token tiles (8 / 16 / 32): the wgmma
+  // GEMV's K split differs per shape (1 warpgroup per block at N = 18432, 4 warpgroups x
+  // 2 cluster blocks at N = 4096).
+  std::uint64_t salt = 9000;
+  Options int8;
+  int8.ab = DType::kInt8;
+  int8.azp_adj = int8.azp = true;
+  for (const char* config : {"gemv_split_k", "gemv_wgmma"}) {
+    setenv("LOWBIT_SCALED_GEMM", config, 1);
+    for (const Shape& s : kShapes) {
+      for (std::int64_t m : {1, 7, 16, 32}) {
+        for (const auto& [name, o] : {std::pair<const char*, Options>{"fp8", Options{}}, {"int8 azp", int8}}) {
+          const Problem p = make_problem(m, s.n, s.k, o, salt += 10);
+          const Accuracy acc = check(p, run_gpu(p), salt);
+          expect_ok(p, acc, config);
+          EXPECT_EQ(acc.failures, 0) << config << " " << name << " M=" << m << " N=" << s.n;
+        }
+      }
+    }
+    unsetenv("LOWBIT_SCALED_GEMM");
+  }
 }
 
 TEST(ScaledMmGpu, DeterministicAcrossRuns) {
@@ -345,6 +371,11 @@ TEST(ScaledMmGpu, DeterministicAcrossRuns) {
     const Problem p = make_problem(m, 4096, 14336, Options{}, 7000 + m);
     EXPECT_EQ(run_gpu(p), run_gpu(p)) << "M=" << m;
   }
+  // The wgmma GEMV's sums over warpgroups and cluster blocks (4 x 2 at N = 4096).
+  setenv("LOWBIT_SCALED_GEMM", "gemv_wgmma", 1);
+  const Problem p = make_problem(5, 4096, 14336, Options{}, 7005);
+  EXPECT_EQ(run_gpu(p), run_gpu(p)) << "gemv_wgmma";
+  unsetenv("LOWBIT_SCALED_GEMM");
 }
 
 TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {

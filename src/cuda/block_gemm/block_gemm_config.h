@@ -14,10 +14,11 @@ enum class BlockGemmTile : std::uint8_t {
   kDecode64,        // swap A/B: 128 weight rows x 64 tokens, stream-K over K
   kPrefill64x128Pingpong,  // 64 tokens x 128 weight rows per warpgroup, pingpong, persistent
   kGemvSplitK,      // M <= 32: mma.sync GEMV, 32 weight rows per block, K split over its warps
+  kGemvWgmma,       // M <= 32: wgmma GEMV, 64 weight rows per block, K split over warpgroups/cluster
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
-    BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK};
+    BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma};
 
 struct BlockFp8GemmConfig {
   BlockGemmTile tile = BlockGemmTile::kPrefill128x128;

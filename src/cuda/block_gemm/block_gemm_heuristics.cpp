@@ -19,6 +19,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kDecode64: return "decode64";
     case BlockGemmTile::kPrefill64x128Pingpong: return "prefill64x128pp";
     case BlockGemmTile::kGemvSplitK: return "gemv_split_k";
+    case BlockGemmTile::kGemvWgmma: return "gemv_wgmma";
   }
   return "?";
 }
@@ -43,7 +44,7 @@ bool parse_override(BlockGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
-               "decode64, prefill64x128pp or gemv_split_k)\n",
+               "decode64, prefill64x128pp, gemv_split_k or gemv_wgmma)\n",
                text);
   return false;
 }
@@ -58,11 +59,13 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   config.a_scales_m_major = a_scales_m_major;
   // NOTE: M-major scales are loaded by TMA, whose global strides must be 16-byte multiples.
   config.realign_a_scales = a_scales_m_major && a_scale_stride_k % 4 != 0;
-  // The GEMV holds at most 32 tokens; a forced gemv_split_k falls back to the heuristic.
-  const bool forced = parse_override(config.tile) &&
-                      (config.tile != BlockGemmTile::kGemvSplitK || m <= kBlockFp8GemvMaxTokens);
-  if (forced && config.tile == BlockGemmTile::kGemvSplitK) {
-    // kept: the GEMV serves both output dtypes
+  // The GEMVs hold at most 32 tokens; a forced GEMV falls back to the heuristic.
+  const bool overridden = parse_override(config.tile);
+  const bool gemv_tile =
+      config.tile == BlockGemmTile::kGemvSplitK || config.tile == BlockGemmTile::kGemvWgmma;
+  const bool forced = overridden && (!gemv_tile || m <= kBlockFp8GemvMaxTokens);
+  if (forced && gemv_tile) {
+    // kept: the GEMVs serve both output dtypes
   } else if (!forced && m <= 8 && k >= 1024 && n * k <= (std::int64_t{64} << 20)) {
     // The GEMV streams the weight once with no token padding and no workspace, in either
     // output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md) it wins
@@ -91,7 +94,9 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     }
   }
   // The GEMV reads scales through their strides; only the TMA tiles need the aligned copy.
-  if (config.tile == BlockGemmTile::kGemvSplitK) config.realign_a_scales = false;
+  if (config.tile == BlockGemmTile::kGemvSplitK || config.tile == BlockGemmTile::kGemvWgmma) {
+    config.realign_a_scales = false;
+  }
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
   if (print) {
     std::fprintf(stderr, "[lowbit] block_fp8_mm m=%lld n=%lld k=%lld: %s\n",

@@ -14,10 +14,11 @@ enum class ScaledGemmTile : std::uint8_t {
   kMedium64x128,   // 64 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
+  kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
 };
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kDecodeSwapAB,
-    ScaledGemmTile::kGemvSplitK};
+    ScaledGemmTile::kGemvSplitK, ScaledGemmTile::kGemvWgmma};
 
 struct ScaledGemmConfig {
   ScaledGemmTile tile = ScaledGemmTile::kLarge128x128;

@@ -18,6 +18,7 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kMedium64x128: return "medium64x128";
     case ScaledGemmTile::kDecodeSwapAB: return "decode_swap_ab";
     case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
+    case ScaledGemmTile::kGemvWgmma: return "gemv_wgmma";
   }
   return "?";
 }
@@ -35,7 +36,7 @@ bool parse_override(ScaledGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
-               "decode_swap_ab or gemv_split_k)\n",
+               "decode_swap_ab, gemv_split_k or gemv_wgmma)\n",
                text);
   return false;
 }
@@ -45,9 +46,11 @@ bool parse_override(ScaledGemmTile& tile) {
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
                                            DType ab_dtype) {
   ScaledGemmConfig config;
-  // The GEMV holds at most 32 tokens; a forced gemv_split_k falls back to the heuristic above.
-  const bool forced = parse_override(config.tile) &&
-                      (config.tile != ScaledGemmTile::kGemvSplitK || m <= kScaledGemvMaxTokens);
+  // The GEMVs hold at most 32 tokens; a forced GEMV falls back to the heuristic above.
+  const bool overridden = parse_override(config.tile);
+  const bool gemv_tile = config.tile == ScaledGemmTile::kGemvSplitK ||
+                         config.tile == ScaledGemmTile::kGemvWgmma;
+  const bool forced = overridden && (!gemv_tile || m <= kScaledGemvMaxTokens);
   if (!forced) {
     // Measured on an H200 (docs/perf/scaled_gemm.md): the swapped stream-K tile wins for
     // M <= 64 once the weight is larger than 32 MB; below that its fixed costs lose to the

@@ -18,7 +18,8 @@ const scaled_gemm::GemmEntry& entry_for_types(ScaledGemmTile tile) {
     case ScaledGemmTile::kMedium64x128: return entry<ScaledGemmTile::kMedium64x128, kIn, kOut>();
     case ScaledGemmTile::kDecodeSwapAB: return entry<ScaledGemmTile::kDecodeSwapAB, kIn, kOut>();
     case ScaledGemmTile::kLarge128x128:
-    case ScaledGemmTile::kGemvSplitK: break;  // not a CUTLASS kernel
+    case ScaledGemmTile::kGemvSplitK:
+    case ScaledGemmTile::kGemvWgmma: break;  // not CUTLASS kernels
   }
   return entry<ScaledGemmTile::kLarge128x128, kIn, kOut>();
 }
@@ -52,7 +53,9 @@ __global__ void azp_adjustment_kernel(const std::int8_t* __restrict__ b, std::in
 
 std::size_t scaled_gemm_workspace_bytes(const ScaledGemmProblem& problem,
                                         const ScaledGemmConfig& config) {
-  if (config.tile == ScaledGemmTile::kGemvSplitK) return 0;
+  if (config.tile == ScaledGemmTile::kGemvSplitK || config.tile == ScaledGemmTile::kGemvWgmma) {
+    return 0;
+  }
   return entry_for(problem, config).workspace_bytes(problem);
 }
 
@@ -60,6 +63,7 @@ void launch_scaled_gemm(const ScaledGemmProblem& problem, const ScaledGemmConfig
                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
   (void)workspace_bytes;
   if (config.tile == ScaledGemmTile::kGemvSplitK) return launch_scaled_gemv(problem, stream);
+  if (config.tile == ScaledGemmTile::kGemvWgmma) return launch_scaled_gemv_wgmma(problem, stream);
   entry_for(problem, config).run(problem, workspace, stream);
   check_launch("scaled_mm");
 }

@@ -13,6 +13,7 @@
 
 #include "../common/check.cuh"
 #include "../common/gemv_mma.cuh"
+#include "scaled_gemv_epilogue.cuh"
 #include "scaled_gemv_launch.h"
 
 namespace lowbit::cuda {
@@ -22,38 +23,7 @@ namespace {
 using gemv::kRowTiles;
 using gemv::kStepK;
 
-template <typename Out>
-__device__ __forceinline__ float to_float(Out value);
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
-template <>
-__device__ __forceinline__ float to_float(__half value) { return __half2float(value); }
-
-template <typename Out>
-__device__ __forceinline__ Out from_float(float value);
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float value) { return __float2bfloat16_rn(value); }
-template <>
-__device__ __forceinline__ __half from_float(float value) { return __float2half_rn(value); }
-
-// x = float(acc - azp[m] * azp_adj[n]) for int8 (exact int32), float(acc) for fp8; then
-// d = fma(s_a[m], s_b[n] * x, bias[n]), rounded once to the output type.
-template <typename Acc, typename Out>
-__device__ __forceinline__ void store_output(const ScaledGemmProblem& p, std::int64_t n,
-                                             std::int64_t m, Acc acc) {
-  float x;
-  if constexpr (std::is_integral_v<Acc>) {
-    const std::int32_t azp = p.azp != nullptr ? p.azp[m] : 1;
-    const std::int32_t adj = p.azp_adj != nullptr ? p.azp_adj[n] : 0;
-    x = static_cast<float>(acc - azp * adj);
-  } else {
-    x = acc;
-  }
-  const float y = p.b_scales[p.b_per_channel ? n : 0] * x;
-  const float bias = p.bias != nullptr ? to_float(static_cast<const Out*>(p.bias)[n]) : 0.0f;
-  const float d = fmaf(p.a_scales[p.a_per_token ? m : 0], y, bias);
-  static_cast<Out*>(p.d)[m * p.ldd + n] = from_float<Out>(d);
-}
+using scaled_gemv::store_output;
 
 // 32 tokens need more than 128 registers, so their blocks stop at 8 warps.
 template <int kTokenTiles>

@@ -1,5 +1,5 @@
-// Decode kernel of scaled_mm for M <= kScaledGemvMaxTokens: split-K tensor-core GEMV
-// (scaled_gemv.cu). No workspace.
+// Decode kernels of scaled_mm for M <= kScaledGemvMaxTokens: split-K tensor-core GEMVs
+// (scaled_gemv.cu on mma.sync, scaled_gemv_wgmma.cu on wgmma). No workspace.
 #pragma once
 
 #include <cstdint>
@@ -12,5 +12,9 @@ inline constexpr std::int64_t kScaledGemvMaxTokens = 32;
 inline constexpr int kScaledGemvMaxWarps = 16;
 
 void launch_scaled_gemv(const ScaledGemmProblem& problem, cudaStream_t stream);
+
+// The same GEMV on wgmma (scaled_gemv_wgmma.cu): native fp8, K split over warpgroups and
+// cluster blocks.
+void launch_scaled_gemv_wgmma(const ScaledGemmProblem& problem, cudaStream_t stream);
 
 }  // namespace lowbit::cuda
