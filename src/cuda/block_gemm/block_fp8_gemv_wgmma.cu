@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kMaxWarpgroups * 128)
   const gemv_wgmma::Operands operands{static_cast<const std::uint8_t*>(p.b), p.ldb, p.n,
                                       static_cast<const std::uint8_t*>(p.a), p.lda, p.m, p.k};
   const std::int64_t steps = (p.k + gemv_wgmma::kStepK - 1) / gemv_wgmma::kStepK;
-  const std::int64_t row_block = static_cast<std::int64_t>(blockIdx.x) * gemv_wgmma::kRowsPerWarpgroup / 128;
+  const std::int64_t row_block =
+      static_cast<std::int64_t>(blockIdx.x) * gemv_wgmma::kRowsPerWarpgroup / 128;
   const BlockScaledPolicy<Out, kTiles> policy{p, p.b_scales + row_block * steps, steps};
   gemv_wgmma::run<BlockScaledPolicy<Out, kTiles>, kTiles, kStepsInFlight<kTiles>>(operands, policy,
                                                                                   shared_bytes);
@@ -81,8 +82,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kMaxWarpgroups * 128)
 template <typename Out, int kTiles>
 cudaError_t launch_tiles(const BlockFp8GemmProblem& p, cudaStream_t stream) {
   const gemv_wgmma::Split split = gemv_wgmma::choose_split(p.n, p.k, kTiles, p.sm_count);
-  return gemv_wgmma::launch(block_fp8_gemv_wgmma_kernel<Out, kTiles>, p, p.n, p.k, kTiles, split,
-                            stream);
+  return gemv_wgmma::launch("block_fp8_mm", block_fp8_gemv_wgmma_kernel<Out, kTiles>, p, p.n,
+                            p.k, kTiles, split, stream);
 }
 
 template <typename Out>

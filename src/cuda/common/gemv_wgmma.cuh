@@ -8,9 +8,13 @@
 // (g = lane / 4), exactly as common/gemv_mma.cuh does, so a row's 128 bytes per step arrive as
 // two fully used 64-byte segments. The fragment wants 4-byte pieces at k = 4 t instead; both
 // operands are permuted the same way inside each 64-deep chunk, so the dot product is unchanged.
-// The activations are wgmma's B operand (N = 8 tokens per tile, K-major) in shared memory: each
-// step the warpgroup's threads store that step's activation bytes, permuted to match, into one
-// of two slots, and the four warps meet at a named barrier before the wgmma reads it.
+// The activations are wgmma's B operand (N = 8 tokens per tile, K-major) in shared memory: the
+// block copies every step it will multiply there once, permuted to match, before the loop
+// (stage_activations), so the loop itself has no fence and no barrier.
+//
+// Measured on an H200 (docs/perf/scaled_gemm.md): faster than the mma.sync GEMV on some decode
+// shapes, slower on most; no heuristic picks it. ptxas assembles wgmma's register quads with
+// moves that wait on a scoreboard shared by the whole window of loads.
 //
 // K is split over the warpgroups of a block and, for narrow weights, over the blocks of a
 // cluster (split p takes steps p, p + P, ...). Partial sums meet in shared memory in warpgroup
@@ -27,7 +31,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+
+#include "lowbit/error.h"
 
 
 namespace lowbit::cuda::gemv_wgmma {
@@ -75,7 +82,8 @@ inline Split choose_split(std::int64_t n, std::int64_t k, int token_tiles, int s
   split.warpgroups = splits >= 4 ? 4 : splits >= 2 ? 2 : 1;
   split.cluster = static_cast<int>(
       std::clamp<std::int64_t>(splits / split.warpgroups, 1, kMaxClusterBlocks));
-  while (split.cluster < kMaxClusterBlocks && shared_bytes(k, token_tiles, split) > kMaxSharedBytes) {
+  while (split.cluster < kMaxClusterBlocks &&
+         shared_bytes(k, token_tiles, split) > kMaxSharedBytes) {
     split.cluster *= 2;
   }
   return split;
@@ -108,8 +116,9 @@ __device__ __forceinline__ void fence_shared_for_wgmma() {
 // Descriptor of a K-major, unswizzled B tile: core matrices of 8 tokens x 16 bytes, the two
 // K halves 128 bytes apart (leading byte offset), token groups 256 bytes apart (stride).
 __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t shared_address) {
-  return static_cast<std::uint64_t>((shared_address & 0x3FFFF) >> 4) |
-         (static_cast<std::uint64_t>(128 >> 4) << 16) | (static_cast<std::uint64_t>(256 >> 4) << 32);
+  constexpr std::uint64_t kLeading = 128 >> 4, kStride = 256 >> 4;
+  return static_cast<std::uint64_t>((shared_address & 0x3FFFF) >> 4) | (kLeading << 16) |
+         (kStride << 32);
 }
 
 // D (64 x 8 T) = A (64 x 32, registers) * B (32 x 8 T, shared) + (accumulate ? D : 0).
@@ -332,7 +341,9 @@ __device__ __forceinline__ void run(const Operands& op, const Policy& policy,
   // staged, so both latencies overlap); the small, mostly cached step scales one step ahead.
   StepWeights window[kStepsInFlight];
 #pragma unroll
-  for (int f = 0; f < kStepsInFlight; ++f) weights.load(split + f * splits, f < mine, op.k, window[f]);
+  for (int f = 0; f < kStepsInFlight; ++f) {
+    weights.load(split + f * splits, f < mine, op.k, window[f]);
+  }
   typename Policy::StepScales next_scales = policy.load_scales(split, 0 < mine, thread);
   stage_activations<kTiles>(op, warpgroups, slots_per_warpgroup, splits, shared_address);
   fence_shared_for_wgmma();
@@ -432,11 +443,18 @@ __device__ __forceinline__ void run(const Operands& op, const Policy& policy,
 
 // Launches `kernel(param)` over ceil(N / 64) row blocks x split.cluster, with split.warpgroups
 // warpgroups per block and the cluster along K when it has more than one block.
+// A K whose staged activations do not fit even at 32 splits is an Error naming `op`.
 template <typename Param>
-inline cudaError_t launch(void (*kernel)(Param), const Param& param, std::int64_t n,
-                          std::int64_t k, int token_tiles, Split split, cudaStream_t stream) {
+inline cudaError_t launch(const char* op, void (*kernel)(Param), const Param& param,
+                          std::int64_t n, std::int64_t k, int token_tiles, Split split,
+                          cudaStream_t stream) {
   const std::size_t bytes = shared_bytes(k, token_tiles, split);
-  if (bytes > kMaxSharedBytes) return cudaErrorInvalidValue;  // K beyond what 32 splits stage
+  if (bytes > kMaxSharedBytes) {
+    // 4 warpgroups x ceil(steps / 32) slots of T KB within 200 KB.
+    const std::int64_t max_k = std::int64_t{kStepK} * 32 * (50 / token_tiles);
+    throw Error(op, "k", "<= " + std::to_string(max_k) + " for gemv_wgmma at this token count",
+                std::to_string(k));
+  }
   if (bytes > 48 * 1024) {
     const cudaError_t status = cudaFuncSetAttribute(
         kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxSharedBytes));

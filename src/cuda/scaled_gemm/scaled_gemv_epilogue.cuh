@@ -23,7 +23,9 @@ __device__ __forceinline__ float to_float(__half value) { return __half2float(va
 template <typename Out>
 __device__ __forceinline__ Out from_float(float value);
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float value) { return __float2bfloat16_rn(value); }
+__device__ __forceinline__ __nv_bfloat16 from_float(float value) {
+  return __float2bfloat16_rn(value);
+}
 template <>
 __device__ __forceinline__ __half from_float(float value) { return __float2half_rn(value); }
 

@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kMaxWarpgroups * 128)
 template <typename Acc, typename Out, int kTiles>
 cudaError_t launch_tiles(const ScaledGemmProblem& p, cudaStream_t stream) {
   const gemv_wgmma::Split split = gemv_wgmma::choose_split(p.n, p.k, kTiles, p.sm_count);
-  return gemv_wgmma::launch(scaled_gemv_wgmma_kernel<Acc, Out, kTiles>, p, p.n, p.k, kTiles, split,
-                            stream);
+  return gemv_wgmma::launch("scaled_mm", scaled_gemv_wgmma_kernel<Acc, Out, kTiles>, p, p.n, p.k,
+                            kTiles, split, stream);
 }
 
 template <typename Acc, typename Out>
