@@ -36,12 +36,10 @@
 
 #include "lowbit/error.h"
 
-
 namespace lowbit::cuda::gemv_wgmma {
 
 inline constexpr int kStepK = 128;             // K per step: four 32-deep wgmma
 inline constexpr int kRowsPerWarpgroup = 64;   // wgmma's M
-inline constexpr int kTokensPerTile = 8;       // wgmma's N per token tile
 inline constexpr int kMaxWarpgroups = 4;       // per block (128 registers per thread)
 inline constexpr int kMaxClusterBlocks = 8;    // portable cluster size
 
@@ -361,38 +359,27 @@ __device__ __forceinline__ void run(const Operands& op, const Policy& policy,
         const typename Policy::StepScales scales = next_scales;
         next_scales = policy.load_scales(split + (i + 1) * splits, i + 1 < mine, thread);
         const std::uint32_t slot = slots_address + i * kSlotBytes;
-        if constexpr (Policy::kPromote) {
-          Acc partial[kValues];
+        // fp8 sums each step from zero into `partial` and promotes it; int8 accumulates in place.
+        Acc partial[kValues];
+        Acc(&sum)[kValues] = Policy::kPromote ? partial : acc;
 #pragma unroll
-          for (int v = 0; v < kValues; ++v) fence_operand(partial[v]);
-          wgmma_fence();
+        for (int v = 0; v < kValues; ++v) fence_operand(sum[v]);
+        wgmma_fence();
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            std::uint32_t a[4];
-            a_fragment(window[f].w, q, a);
-            wgmma_k32<kTiles>(partial, a, b_descriptor(slot + q * kTiles * 256), q > 0);
-          }
-          wgmma_commit();
-          wgmma_wait_all();
+        for (int q = 0; q < 4; ++q) {
+          std::uint32_t a[4];
+          a_fragment(window[f].w, q, a);
+          wgmma_k32<kTiles>(sum, a, b_descriptor(slot + q * kTiles * 256),
+                            !Policy::kPromote || q > 0);
+        }
+        wgmma_commit();
+        wgmma_wait_all();
 #pragma unroll
-          for (int v = 0; v < kValues; ++v) {
-            fence_operand(partial[v]);
+        for (int v = 0; v < kValues; ++v) {
+          fence_operand(sum[v]);
+          if constexpr (Policy::kPromote) {
             acc[v] = fmaf(partial[v], policy.scale(scales, v), acc[v]);
           }
-        } else {
-#pragma unroll
-          for (int v = 0; v < kValues; ++v) fence_operand(acc[v]);
-          wgmma_fence();
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            std::uint32_t a[4];
-            a_fragment(window[f].w, q, a);
-            wgmma_k32<kTiles>(acc, a, b_descriptor(slot + q * kTiles * 256), true);
-          }
-          wgmma_commit();
-          wgmma_wait_all();
-#pragma unroll
-          for (int v = 0; v < kValues; ++v) fence_operand(acc[v]);
         }
       }
       const int next = i + kStepsInFlight;
