@@ -94,8 +94,8 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       // Every configuration that applies to this M is also forced once below; one workspace
       // sized for the largest of them serves the default run and every forced one.
       const std::vector<const char*> configs =
-          m <= 32   ? std::vector<const char*>{"gemv_split_k", "gemv_wgmma", "decode32", "decode64", "prefill128x128", "prefill64x128pp"}
-          : m <= 64 ? std::vector<const char*>{"decode64", "prefill128x128", "prefill64x128pp"}
+          m <= 32   ? std::vector<const char*>{"gemv_split_k", "gemv_wgmma", "gemv_tma", "decode32", "decode64", "prefill128x128", "prefill64x128pp"}
+          : m <= 64 ? std::vector<const char*>{"gemv_tma", "decode64", "prefill128x128", "prefill64x128pp"}
                     : std::vector<const char*>{"prefill128x128", "prefill64x128pp"};
       std::int64_t ws_bytes = block_fp8_mm_workspace_bytes(m, n, k, layout, DType::kBF16);
       for (const char* name : configs) {

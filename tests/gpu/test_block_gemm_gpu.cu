@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/device_buffer.cuh"
@@ -241,7 +242,8 @@ TEST(BlockFp8MmGpu, Fp32OutputAndOddShapes) {
 TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
   // The heuristic picks by shape; here every configuration runs the same problems.
   std::uint64_t salt = 6000;
-  for (const char* config : {"prefill128x128", "prefill64x128pp", "decode32", "decode64", "gemv_split_k", "gemv_wgmma"}) {
+  for (const char* config : {"prefill128x128", "prefill64x128pp", "decode32", "decode64", "gemv_split_k", "gemv_wgmma",
+                             "gemv_tma"}) {
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
     for (std::int64_t m : {1, 33, 129}) {
       for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor}) {
@@ -256,19 +258,21 @@ TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
 }
 
 TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
-  // Both decode GEMVs (M <= 32): each token-tile width (8 / 16 / 32) and its partial tiles, N
-  // off the 32- and 64-row blocks, K off the 128-deep step, every scale layout, both output
-  // dtypes; the wgmma GEMV's K split runs from 1 warpgroup per block (N = 24576) to 4 x 8
-  // cluster blocks (N = 136, 200).
+  // The decode GEMVs (M <= 32; the TMA-fed one to 64): each token-tile width (8 / 16 / 32 / 64)
+  // and its partial tiles, N off the 32- and 64-row blocks, K off the 128-deep step, every scale
+  // layout, both output dtypes; the wgmma GEMV's K split runs from 1 warpgroup per block
+  // (N = 24576) to 4 x 8 cluster blocks (N = 136, 200), the TMA-fed one's from 1 to 8 blocks.
   struct Shape {
     std::int64_t n, k;
   };
   const Shape shapes[] = {{576, 7168}, {200, 336}, {136, 4112}, {24576, 1536}};
   std::uint64_t salt = 6500;
-  for (const char* config : {"gemv_split_k", "gemv_wgmma"}) {
+  for (const char* config : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
     for (const Shape& s : shapes) {
-      for (std::int64_t m : {1, 2, 8, 9, 16, 17, 32}) {
+      std::vector<std::int64_t> token_counts = {1, 2, 8, 9, 16, 17, 32};
+      if (std::string(config) == "gemv_tma") token_counts.insert(token_counts.end(), {33, 64});
+      for (std::int64_t m : token_counts) {
         for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor,
                                    ScaleLayout::kColumnMajorTmaAligned}) {
           const Problem p = make_problem(m, s.n, s.k, salt += 10);

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -282,10 +283,11 @@ TEST(ScaledMmGpu, ModelShapesEveryTokenCount) {
 TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   // N and K off the tile grid (N % 8 == 0, K % 16 == 0); M off every tile.
   std::uint64_t salt = 5000;
-  // M = 77 is off every tile; the GEMV (M <= 32) runs 5, 13 and 29 (token tiles of 8 / 16 / 32).
+  // M = 77 is off every tile; the GEMVs run 5, 13 and 29 (token tiles of 8 / 16 / 32), and the
+  // TMA-fed one (M <= 64) 45 too (64).
   const std::pair<const char*, std::vector<std::int64_t>> configs[] = {
       {"large128x128", {77}}, {"medium64x128", {77}}, {"decode_swap_ab", {77}},
-      {"gemv_split_k", {5, 13, 29}}, {"gemv_wgmma", {5, 13, 29}}};
+      {"gemv_split_k", {5, 13, 29}}, {"gemv_wgmma", {5, 13, 29}}, {"gemv_tma", {5, 13, 29, 45}}};
   for (const auto& [config, token_counts] : configs) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);
     for (std::int64_t m : token_counts) {
@@ -323,7 +325,7 @@ TEST(ScaledMmGpu, GemvNanCodesPoisonOnlyTheirRowAndColumn) {
   Problem p = make_problem(m, n, k, Options{}, 7500);
   p.a[3 * k + 515] = 0x7F;
   p.b[37 * k + 1039] = 0xFF;
-  for (const char* config : {"gemv_split_k", "gemv_wgmma"}) {
+  for (const char* config : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);
     const std::vector<std::uint16_t> got = run_gpu(p);
     unsetenv("LOWBIT_SCALED_GEMM");
@@ -350,10 +352,13 @@ TEST(ScaledMmGpu, GemvConfigsOnModelShapes) {
   Options int8;
   int8.ab = DType::kInt8;
   int8.azp_adj = int8.azp = true;
-  for (const char* config : {"gemv_split_k", "gemv_wgmma"}) {
+  for (const char* config : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);
     for (const Shape& s : kShapes) {
-      for (std::int64_t m : {1, 7, 16, 32}) {
+      const std::vector<std::int64_t> token_counts =
+          std::string(config) == "gemv_tma" ? std::vector<std::int64_t>{1, 7, 16, 32, 64}
+                                            : std::vector<std::int64_t>{1, 7, 16, 32};
+      for (std::int64_t m : token_counts) {
         for (const auto& [name, o] : {std::pair<const char*, Options>{"fp8", Options{}}, {"int8 azp", int8}}) {
           const Problem p = make_problem(m, s.n, s.k, o, salt += 10);
           const Accuracy acc = check(p, run_gpu(p), salt);
@@ -371,11 +376,13 @@ TEST(ScaledMmGpu, DeterministicAcrossRuns) {
     const Problem p = make_problem(m, 4096, 14336, Options{}, 7000 + m);
     EXPECT_EQ(run_gpu(p), run_gpu(p)) << "M=" << m;
   }
-  // The wgmma GEMV's sums over warpgroups and cluster blocks (4 x 2 at N = 4096).
-  setenv("LOWBIT_SCALED_GEMM", "gemv_wgmma", 1);
-  const Problem p = make_problem(5, 4096, 14336, Options{}, 7005);
-  EXPECT_EQ(run_gpu(p), run_gpu(p)) << "gemv_wgmma";
-  unsetenv("LOWBIT_SCALED_GEMM");
+  // The wgmma GEMVs' sums over warpgroups and cluster blocks (4 x 2 and 8 at N = 4096).
+  for (const char* config : {"gemv_wgmma", "gemv_tma"}) {
+    setenv("LOWBIT_SCALED_GEMM", config, 1);
+    const Problem p = make_problem(5, 4096, 14336, Options{}, 7005);
+    EXPECT_EQ(run_gpu(p), run_gpu(p)) << config;
+    unsetenv("LOWBIT_SCALED_GEMM");
+  }
 }
 
 TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {

@@ -13,6 +13,7 @@
 #include "../common/check.cuh"
 #include "../common/gemv_wgmma.cuh"
 #include "block_fp8_gemv_launch.h"
+#include "block_fp8_gemv_policy.cuh"
 
 namespace lowbit::cuda {
 
@@ -20,45 +21,6 @@ namespace {
 
 static_assert(gemv_wgmma::kStepK == 128 && 128 % gemv_wgmma::kRowsPerWarpgroup == 0,
               "a step must be one scale block along K and a block's rows one along N");
-
-template <typename Out, int kTiles>
-struct BlockScaledPolicy {
-  using Acc = float;
-  static constexpr bool kPromote = true;
-  // As[m, step] * Bs[row block, step] for the thread's tokens 8 j + 2 t + e, at [2 j + e].
-  struct StepScales {
-    float token[2 * kTiles];
-  };
-
-  const BlockFp8GemmProblem& p;
-  const float* b_scales;  // this block's row of Bs
-  std::int64_t steps;
-
-  __device__ StepScales load_scales(int step, bool valid, int thread) const {
-    StepScales s;
-    const float b_scale = valid ? __ldg(b_scales + step) : 0.0f;
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const std::int64_t m = 8 * j + 2 * (thread % 4) + e;
-        s.token[2 * j + e] =
-            valid && m < p.m
-                ? __ldg(p.a_scales + m * p.a_scale_stride_m + step * p.a_scale_stride_k) * b_scale
-                : 0.0f;
-      }
-    return s;
-  }
-  __device__ float scale(const StepScales& s, int v) const { return s.token[2 * (v / 4) + v % 2]; }
-  __device__ void finish(std::int64_t n, std::int64_t m, float total) const {
-    Out* out = static_cast<Out*>(p.d) + m * p.ldd + n;
-    if constexpr (std::is_same_v<Out, float>) {
-      *out = total;
-    } else {
-      *out = __float2bfloat16_rn(total);
-    }
-  }
-};
 
 // Weight steps in flight per warpgroup: 4 (8 KB per warp) for 8 tokens; the partial sums and
 // scales of more tokens leave room for 3 at 16 and 2 at 32 (more spills).
@@ -74,9 +36,9 @@ __global__ void __launch_bounds__(gemv_wgmma::kMaxWarpgroups * 128)
   const std::int64_t steps = (p.k + gemv_wgmma::kStepK - 1) / gemv_wgmma::kStepK;
   const std::int64_t row_block =
       static_cast<std::int64_t>(blockIdx.x) * gemv_wgmma::kRowsPerWarpgroup / 128;
-  const BlockScaledPolicy<Out, kTiles> policy{p, p.b_scales + row_block * steps, steps};
-  gemv_wgmma::run<BlockScaledPolicy<Out, kTiles>, kTiles, kStepsInFlight<kTiles>>(operands, policy,
-                                                                                  shared_bytes);
+  using Policy = block_fp8_gemv::BlockScaledPolicy<Out, kTiles>;
+  const Policy policy{p, p.b_scales + row_block * steps, steps};
+  gemv_wgmma::run<Policy, kTiles, kStepsInFlight<kTiles>>(operands, policy, shared_bytes);
 }
 
 template <typename Out, int kTiles>

@@ -15,10 +15,18 @@ enum class BlockGemmTile : std::uint8_t {
   kPrefill64x128Pingpong,  // 64 tokens x 128 weight rows per warpgroup, pingpong, persistent
   kGemvSplitK,      // M <= 32: mma.sync GEMV, 32 weight rows per block, K split over its warps
   kGemvWgmma,       // M <= 32: wgmma GEMV, 64 weight rows per block, K split over warpgroups/cluster
+  kGemvTma,         // M <= 64: wgmma GEMV fed by TMA, 64 weight rows per block, K split over cluster
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
-    BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma};
+    BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma,
+    BlockGemmTile::kGemvTma};
+
+// The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).
+inline constexpr bool is_gemv(BlockGemmTile tile) {
+  return tile == BlockGemmTile::kGemvSplitK || tile == BlockGemmTile::kGemvWgmma ||
+         tile == BlockGemmTile::kGemvTma;
+}
 
 struct BlockFp8GemmConfig {
   BlockGemmTile tile = BlockGemmTile::kPrefill128x128;

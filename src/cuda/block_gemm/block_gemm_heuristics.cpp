@@ -20,6 +20,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kPrefill64x128Pingpong: return "prefill64x128pp";
     case BlockGemmTile::kGemvSplitK: return "gemv_split_k";
     case BlockGemmTile::kGemvWgmma: return "gemv_wgmma";
+    case BlockGemmTile::kGemvTma: return "gemv_tma";
   }
   return "?";
 }
@@ -44,7 +45,7 @@ bool parse_override(BlockGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
-               "decode64, prefill64x128pp, gemv_split_k or gemv_wgmma)\n",
+               "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma or gemv_tma)\n",
                text);
   return false;
 }
@@ -61,9 +62,10 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   config.realign_a_scales = a_scales_m_major && a_scale_stride_k % 4 != 0;
   // The GEMVs hold at most 32 tokens; a forced GEMV falls back to the heuristic.
   const bool overridden = parse_override(config.tile);
-  const bool gemv_tile =
-      config.tile == BlockGemmTile::kGemvSplitK || config.tile == BlockGemmTile::kGemvWgmma;
-  const bool forced = overridden && (!gemv_tile || m <= kBlockFp8GemvMaxTokens);
+  const bool gemv_tile = is_gemv(config.tile);
+  const std::int64_t gemv_tokens =
+      config.tile == BlockGemmTile::kGemvTma ? kBlockFp8GemvTmaMaxTokens : kBlockFp8GemvMaxTokens;
+  const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (forced && gemv_tile) {
     // kept: the GEMVs serve both output dtypes
   } else if (!forced && m <= 8 && k >= 1024 && n * k <= (std::int64_t{64} << 20)) {
@@ -94,9 +96,7 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     }
   }
   // The GEMV reads scales through their strides; only the TMA tiles need the aligned copy.
-  if (config.tile == BlockGemmTile::kGemvSplitK || config.tile == BlockGemmTile::kGemvWgmma) {
-    config.realign_a_scales = false;
-  }
+  if (is_gemv(config.tile)) config.realign_a_scales = false;
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
   if (print) {
     std::fprintf(stderr, "[lowbit] block_fp8_mm m=%lld n=%lld k=%lld: %s\n",

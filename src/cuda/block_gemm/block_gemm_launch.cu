@@ -49,7 +49,8 @@ const block_gemm::GemmEntry& entry_for_major(BlockGemmTile tile, DType out) {
       return entry<BlockGemmTile::kPrefill64x128Pingpong, DType::kBF16, kMMajor>();
     case BlockGemmTile::kPrefill128x128:
     case BlockGemmTile::kGemvSplitK:
-    case BlockGemmTile::kGemvWgmma: break;  // not CUTLASS kernels
+    case BlockGemmTile::kGemvWgmma:
+    case BlockGemmTile::kGemvTma: break;  // not CUTLASS kernels
   }
   return entry<BlockGemmTile::kPrefill128x128, DType::kBF16, kMMajor>();
 }
@@ -63,9 +64,7 @@ const block_gemm::GemmEntry& entry_for(const BlockFp8GemmProblem& p, const Block
 
 std::size_t block_fp8_gemm_workspace_bytes(const BlockFp8GemmProblem& problem,
                                            const BlockFp8GemmConfig& config) {
-  if (config.tile == BlockGemmTile::kGemvSplitK || config.tile == BlockGemmTile::kGemvWgmma) {
-    return 0;
-  }
+  if (is_gemv(config.tile)) return 0;
   const std::size_t gemm_bytes = entry_for(problem, config).workspace_bytes(problem);
   const std::size_t scale_bytes = realigned_scale_bytes(problem, config);
   if (gemm_bytes == 0 && scale_bytes == 0) return 0;
@@ -76,6 +75,7 @@ void launch_block_fp8_gemm(const BlockFp8GemmProblem& problem, const BlockFp8Gem
                            void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
   if (config.tile == BlockGemmTile::kGemvSplitK) return launch_block_fp8_gemv(problem, stream);
   if (config.tile == BlockGemmTile::kGemvWgmma) return launch_block_fp8_gemv_wgmma(problem, stream);
+  if (config.tile == BlockGemmTile::kGemvTma) return launch_block_fp8_gemv_tma(problem, stream);
   const float* a_scales = problem.a_scales;
   std::int64_t stride_k = problem.a_scale_stride_k;
   const std::size_t scale_bytes = realigned_scale_bytes(problem, config);

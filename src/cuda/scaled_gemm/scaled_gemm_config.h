@@ -15,10 +15,17 @@ enum class ScaledGemmTile : std::uint8_t {
   kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
   kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
+  kGemvTma,        // M <= 64: wgmma GEMV fed by TMA, 64 channels per block, K split over cluster
 };
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kDecodeSwapAB,
-    ScaledGemmTile::kGemvSplitK, ScaledGemmTile::kGemvWgmma};
+    ScaledGemmTile::kGemvSplitK, ScaledGemmTile::kGemvWgmma, ScaledGemmTile::kGemvTma};
+
+// The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).
+inline constexpr bool is_gemv(ScaledGemmTile tile) {
+  return tile == ScaledGemmTile::kGemvSplitK || tile == ScaledGemmTile::kGemvWgmma ||
+         tile == ScaledGemmTile::kGemvTma;
+}
 
 struct ScaledGemmConfig {
   ScaledGemmTile tile = ScaledGemmTile::kLarge128x128;

@@ -19,6 +19,7 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kDecodeSwapAB: return "decode_swap_ab";
     case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
     case ScaledGemmTile::kGemvWgmma: return "gemv_wgmma";
+    case ScaledGemmTile::kGemvTma: return "gemv_tma";
   }
   return "?";
 }
@@ -36,7 +37,7 @@ bool parse_override(ScaledGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
-               "decode_swap_ab, gemv_split_k or gemv_wgmma)\n",
+               "decode_swap_ab, gemv_split_k, gemv_wgmma or gemv_tma)\n",
                text);
   return false;
 }
@@ -48,9 +49,10 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
   ScaledGemmConfig config;
   // The GEMVs hold at most 32 tokens; a forced GEMV falls back to the heuristic above.
   const bool overridden = parse_override(config.tile);
-  const bool gemv_tile = config.tile == ScaledGemmTile::kGemvSplitK ||
-                         config.tile == ScaledGemmTile::kGemvWgmma;
-  const bool forced = overridden && (!gemv_tile || m <= kScaledGemvMaxTokens);
+  const bool gemv_tile = is_gemv(config.tile);
+  const std::int64_t gemv_tokens =
+      config.tile == ScaledGemmTile::kGemvTma ? kScaledGemvTmaMaxTokens : kScaledGemvMaxTokens;
+  const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (!forced) {
     // Measured on an H200 (docs/perf/scaled_gemm.md): the swapped stream-K tile wins for
     // M <= 64 once the weight is larger than 32 MB; below that its fixed costs lose to the

@@ -19,7 +19,8 @@ const scaled_gemm::GemmEntry& entry_for_types(ScaledGemmTile tile) {
     case ScaledGemmTile::kDecodeSwapAB: return entry<ScaledGemmTile::kDecodeSwapAB, kIn, kOut>();
     case ScaledGemmTile::kLarge128x128:
     case ScaledGemmTile::kGemvSplitK:
-    case ScaledGemmTile::kGemvWgmma: break;  // not CUTLASS kernels
+    case ScaledGemmTile::kGemvWgmma:
+    case ScaledGemmTile::kGemvTma: break;  // not CUTLASS kernels
   }
   return entry<ScaledGemmTile::kLarge128x128, kIn, kOut>();
 }
@@ -53,9 +54,7 @@ __global__ void azp_adjustment_kernel(const std::int8_t* __restrict__ b, std::in
 
 std::size_t scaled_gemm_workspace_bytes(const ScaledGemmProblem& problem,
                                         const ScaledGemmConfig& config) {
-  if (config.tile == ScaledGemmTile::kGemvSplitK || config.tile == ScaledGemmTile::kGemvWgmma) {
-    return 0;
-  }
+  if (is_gemv(config.tile)) return 0;
   return entry_for(problem, config).workspace_bytes(problem);
 }
 
@@ -64,6 +63,7 @@ void launch_scaled_gemm(const ScaledGemmProblem& problem, const ScaledGemmConfig
   (void)workspace_bytes;
   if (config.tile == ScaledGemmTile::kGemvSplitK) return launch_scaled_gemv(problem, stream);
   if (config.tile == ScaledGemmTile::kGemvWgmma) return launch_scaled_gemv_wgmma(problem, stream);
+  if (config.tile == ScaledGemmTile::kGemvTma) return launch_scaled_gemv_tma(problem, stream);
   entry_for(problem, config).run(problem, workspace, stream);
   check_launch("scaled_mm");
 }

@@ -14,25 +14,11 @@
 #include "../common/gemv_wgmma.cuh"
 #include "scaled_gemv_epilogue.cuh"
 #include "scaled_gemv_launch.h"
+#include "scaled_gemv_policy.cuh"
 
 namespace lowbit::cuda {
 
 namespace {
-
-template <typename AccType, typename Out>
-struct ScaledPolicy {
-  using Acc = AccType;
-  static constexpr bool kPromote = std::is_floating_point_v<Acc>;
-  struct StepScales {};
-
-  const ScaledGemmProblem& p;
-
-  __device__ StepScales load_scales(int, bool, int) const { return {}; }
-  __device__ float scale(const StepScales&, int) const { return 1.0f; }
-  __device__ void finish(std::int64_t n, std::int64_t m, Acc total) const {
-    scaled_gemv::store_output<Acc, Out>(p, n, m, total);
-  }
-};
 
 // Weight steps in flight per warpgroup: 4 (8 KB per warp) where the registers allow; fp8's
 // per-step partial sums leave room for 3 at 16 tokens and 2 at 32 (more spills).
@@ -46,8 +32,8 @@ __global__ void __launch_bounds__(gemv_wgmma::kMaxWarpgroups * 128)
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   const gemv_wgmma::Operands operands{static_cast<const std::uint8_t*>(p.b), p.ldb, p.n,
                                       static_cast<const std::uint8_t*>(p.a), p.lda, p.m, p.k};
-  gemv_wgmma::run<ScaledPolicy<Acc, Out>, kTiles, kStepsInFlight<Acc, kTiles>>(
-      operands, ScaledPolicy<Acc, Out>{p}, shared_bytes);
+  gemv_wgmma::run<scaled_gemv::ScaledPolicy<Acc, Out>, kTiles, kStepsInFlight<Acc, kTiles>>(
+      operands, scaled_gemv::ScaledPolicy<Acc, Out>{p}, shared_bytes);
 }
 
 template <typename Acc, typename Out, int kTiles>

@@ -1,0 +1,362 @@
+// Decode GEMV on wgmma fed by the Tensor Memory Accelerator (sm_90a) for 8-bit weights: a few
+// tokens (M <= 64) against a K-major fp8 e4m3 or int8 weight [N, K], both operands of wgmma in
+// shared memory.
+//
+// Why: common/gemv_wgmma.cuh fed the weights to wgmma from registers, and ptxas assembled the
+// register quads with moves that waited on a scoreboard shared by every load in flight, so about
+// one step of weights was in flight per warpgroup. Here the copy engine writes each 128-deep
+// step of 64 weight rows (8 KB) and of the tokens (1 KB per 8) into a ring of stages that
+// complete on mbarriers; no register holds a weight and nothing waits for a load but the wgmma
+// that reads it. TMA's 128-byte swizzle is wgmma's K-major shared layout, and TMA writes zeros
+// past the matrix's edges (K's tail, rows >= N, tokens >= M), so nothing is masked.
+//
+// Roles: a block is one warpgroup (128 threads) owning 64 weight rows; thread 0 also issues the
+// copies. K is split over the blocks of a cluster (split p takes the p-th contiguous range of
+// steps); the leader adds the blocks' sums in rank order over distributed shared memory, so the
+// result does not depend on timing and there is no workspace. The split is the smallest that
+// gives enough blocks to keep HBM busy, all resident at once (choose_plan).
+//
+// fp8: each step's tensor-core sum (accumulated by wgmma from zero) is added to fp32 registers,
+// optionally times a per-step scale (DeepSeek-V3 block scaling); int8 accumulates in the
+// tensor core's int32 directly (exact). The Policy interface is common/gemv_wgmma.cuh's.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "bulk_copy.cuh"
+#include "gemv_wgmma.cuh"
+
+namespace lowbit::cuda::gemv_tma {
+
+inline constexpr int kStepK = 128;                          // one 128-byte swizzle row per step
+inline constexpr int kRows = 64;                            // weight rows per block: wgmma's M
+inline constexpr int kDefaultStages = 4;
+inline constexpr int kMaxStages = 8;
+inline constexpr int kMaxClusterBlocks = 8;                 // portable cluster size
+inline constexpr int kWeightStageBytes = kRows * kStepK;    // 8 KB
+inline constexpr int kTokenStageBytes = 8 * kStepK;         // 1 KB per 8 tokens
+
+inline constexpr int stage_bytes(int token_tiles) {
+  return kWeightStageBytes + kTokenStageBytes * token_tiles;  // a multiple of 1 KB
+}
+
+// Stages, 1 KB of slack to align them for the swizzle, and their barriers. The partial sums
+// (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
+inline std::size_t shared_bytes(int stages, int token_tiles) {
+  return static_cast<std::size_t>(stages) * stage_bytes(token_tiles) + 1024 + 8 * kMaxStages;
+}
+
+struct Plan {
+  int cluster = 1;  // blocks splitting K (contiguous ranges of steps), in one cluster
+  int stages = 1;   // ring depth per block
+};
+
+// Blocks per SM that shared memory allows (228 KB per SM, 1 KB reserved per block), at most 16
+// warpgroups.
+inline int blocks_per_sm(int stages, int token_tiles) {
+  return std::min<int>(16, static_cast<int>((228 * 1024) / (shared_bytes(stages, token_tiles) +
+                                                            1024)));
+}
+
+// Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
+// at once with the same work, and that there are enough blocks to keep HBM busy; the weight
+// stream is shared, so blocks per SM need not be even, and more, smaller blocks lose to their
+// fixed costs (start, ring fill, cluster sum). So: the smallest K split (1, 2, 4 or 8 blocks,
+// at most one per step) giving >= 1.5 blocks per SM, a ring of up to 4 stages, shallower when
+// that keeps every block resident.
+inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count) {
+  const std::int64_t row_blocks = (n + kRows - 1) / kRows;
+  const std::int64_t steps = (k + kStepK - 1) / kStepK;
+  Plan plan;
+  while (plan.cluster < kMaxClusterBlocks && plan.cluster < steps &&
+         2 * row_blocks * plan.cluster < 3 * std::int64_t{sm_count}) {
+    plan.cluster *= 2;
+  }
+  const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
+  plan.stages = static_cast<int>(std::clamp<std::int64_t>(mine, 1, kDefaultStages));
+  const std::int64_t blocks = row_blocks * plan.cluster;
+  while (plan.stages > 2 &&
+         blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
+    --plan.stages;
+  }
+  // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
+  if (const char* text = std::getenv("LOWBIT_GEMV_TMA_PLAN")) {
+    int cluster = 0, stages = 0;
+    if (std::sscanf(text, "%dx%d", &cluster, &stages) == 2 && cluster >= 1 &&
+        cluster <= kMaxClusterBlocks && stages >= 1 && stages <= kMaxStages) {
+      plan.cluster = static_cast<int>(std::clamp<std::int64_t>(steps, 1, cluster));
+      plan.stages = stages;
+    }
+  }
+  return plan;
+}
+
+// ---- the copy engine and wgmma on shared operands (PTX ISA 8.0) ----
+
+// Box (k0, row0) of `map` into shared memory at `destination`, completing on `barrier`.
+__device__ __forceinline__ void load_box(const CUtensorMap& map, std::uint32_t destination,
+                                         std::uint64_t* barrier, int k0, int row0) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(destination),
+      "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(k0), "r"(row0),
+      "r"(shared_address(barrier))
+      : "memory");
+}
+
+// Descriptor of a K-major operand written by TMA with the 128-byte swizzle: rows of 128 bytes,
+// groups of 8 rows 1024 bytes apart (stride byte offset); the leading offset is unused for this
+// layout. A 32-deep sub-step starts 32 bytes further into the same rows.
+__device__ __forceinline__ std::uint64_t swizzled_descriptor(std::uint32_t shared_address) {
+  constexpr std::uint64_t kStride = 1024 >> 4, kSwizzle128B = 1;
+  return static_cast<std::uint64_t>((shared_address & 0x3FFFF) >> 4) | (std::uint64_t{1} << 16) |
+         (kStride << 32) | (kSwizzle128B << 62);
+}
+
+// D (64 x 8 T) = A (64 x 32, shared) * B (32 x 8 T, shared) + (accumulate ? D : 0).
+template <int kTiles>
+__device__ __forceinline__ void wgmma_ss(float (&d)[4 * kTiles], std::uint64_t a, std::uint64_t b,
+                                         bool accumulate);
+template <int kTiles>
+__device__ __forceinline__ void wgmma_ss(int (&d)[4 * kTiles], std::uint64_t a, std::uint64_t b,
+                                         bool accumulate);
+
+#define LOWBIT_WGMMA_SS(PREDICATE, SHAPE_TYPES)                           \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" PREDICATE ", 0;\n"                 \
+  "wgmma.mma_async.sync.aligned." SHAPE_TYPES " "
+
+template <>
+__device__ __forceinline__ void wgmma_ss<1>(float (&d)[4], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("6", "m64n8k32.f32.e4m3.e4m3")
+               "{%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<2>(float (&d)[8], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("10", "m64n16k32.f32.e4m3.e4m3")
+               "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                 "+f"(d[6]), "+f"(d[7])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<4>(float (&d)[16], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("18", "m64n32k32.f32.e4m3.e4m3")
+               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                 "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                 "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<8>(float (&d)[32], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("34", "m64n64k32.f32.e4m3.e4m3")
+               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+               "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+               "%32, %33, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                 "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                 "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                 "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                 "+f"(d[30]), "+f"(d[31])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<1>(int (&d)[4], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("6", "m64n8k32.s32.s8.s8")
+               "{%0,%1,%2,%3}, %4, %5, p;\n}\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<2>(int (&d)[8], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("10", "m64n16k32.s32.s8.s8")
+               "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p;\n}\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<4>(int (&d)[16], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("18", "m64n32k32.s32.s8.s8")
+               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p;\n}\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<8>(int (&d)[32], std::uint64_t a,
+                                             std::uint64_t b, bool accumulate) {
+  asm volatile(LOWBIT_WGMMA_SS("34", "m64n64k32.s32.s8.s8")
+               "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+               "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+               "%32, %33, p;\n}\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]),
+                 "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]),
+                 "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]),
+                 "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                 "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]),
+                 "+r"(d[30]), "+r"(d[31])
+               : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+#undef LOWBIT_WGMMA_SS
+
+// ---- the kernel body ----
+
+struct Maps {
+  CUtensorMap weights;  // [N, K] bytes, boxes of 128 x 64 rows
+  CUtensorMap tokens;   // [M, K] bytes, boxes of 128 x 8 T tokens
+};
+
+// Policy: as in common/gemv_wgmma.cuh (Acc, kPromote, StepScales, load_scales, scale, finish).
+template <typename Policy, int kTiles>
+__device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64_t m,
+                                    std::int64_t k, const Plan& plan, const Policy& policy,
+                                    unsigned char* shared) {
+  using Acc = typename Policy::Acc;
+  constexpr int kValues = 4 * kTiles;
+  constexpr int kStageBytes = stage_bytes(kTiles);
+  const int thread = threadIdx.x;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * kRows;
+  const int split = blockIdx.y, splits = gridDim.y, stages = plan.stages;
+  const int steps = static_cast<int>((k + kStepK - 1) / kStepK);
+  // This block's steps: first, first + 1, ... (a contiguous range reads each row in order).
+  const int per_split = (steps + splits - 1) / splits;
+  const int first = split * per_split;
+  const int mine = std::clamp(steps - first, 0, per_split);
+
+  // Stages aligned to 1 KB (the swizzle pattern repeats every 8 rows of 128 bytes).
+  const std::uint32_t raw = shared_address(shared);
+  const std::uint32_t ring = (raw + 1023) & ~1023u;
+  unsigned char* ring_pointer = shared + (ring - raw);
+  auto* full = reinterpret_cast<std::uint64_t*>(ring_pointer + stages * kStageBytes);
+
+  if (thread == 0) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&maps.weights))
+                 : "memory");
+    for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], 1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  auto request = [&](int i) {  // step i of this block into stage i % stages (thread 0)
+    const int s = i % stages;
+    const int k0 = (first + i) * kStepK;
+    const std::uint32_t stage = ring + s * kStageBytes;
+    mbarrier_arrive_expect_bytes(&full[s], kStageBytes);
+    load_box(maps.weights, stage, &full[s], k0, static_cast<int>(row0));
+    load_box(maps.tokens, stage + kWeightStageBytes, &full[s], k0, 0);
+  };
+  if (thread == 0) {
+    for (int i = 0; i < std::min(stages, mine); ++i) request(i);
+  }
+
+  Acc acc[kValues];
+#pragma unroll
+  for (int v = 0; v < kValues; ++v) acc[v] = Acc{0};
+  typename Policy::StepScales next_scales = policy.load_scales(first, 0 < mine, thread);
+  for (int i = 0; i < mine; ++i) {
+    const typename Policy::StepScales scales = next_scales;
+    next_scales = policy.load_scales(first + i + 1, i + 1 < mine, thread);
+    const int s = i % stages;
+    const std::uint32_t stage = ring + s * kStageBytes;
+    mbarrier_wait(&full[s], (i / stages) & 1);
+    // fp8 sums each step from zero into `partial` and promotes it; int8 accumulates in place.
+    Acc partial[kValues];
+    Acc(&sum)[kValues] = Policy::kPromote ? partial : acc;
+#pragma unroll
+    for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+    gemv_wgmma::wgmma_fence();
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      wgmma_ss<kTiles>(sum, swizzled_descriptor(stage + 32 * q),
+                       swizzled_descriptor(stage + kWeightStageBytes + 32 * q),
+                       !Policy::kPromote || q > 0);
+    }
+    gemv_wgmma::wgmma_commit();
+    gemv_wgmma::wgmma_wait_all();
+#pragma unroll
+    for (int v = 0; v < kValues; ++v) {
+      gemv_wgmma::fence_operand(sum[v]);
+      if constexpr (Policy::kPromote) acc[v] = fmaf(partial[v], policy.scale(scales, v), acc[v]);
+    }
+    // Every warp's wgmma has read the stage before it is refilled.
+    if (i + stages < mine) {
+      __syncthreads();
+      if (thread == 0) request(i + stages);
+    }
+  }
+
+  if (splits > 1) {
+    // The cluster's blocks split K: each stores its sums over its (consumed) ring, and the
+    // leader adds them in rank order.
+    Acc* block_sum = reinterpret_cast<Acc*>(ring_pointer);
+#pragma unroll
+    for (int v = 0; v < kValues; ++v) block_sum[v * 128 + thread] = acc[v];
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    if (cluster.block_rank() == 0) {
+      for (unsigned rank = 1; rank < cluster.num_blocks(); ++rank) {
+        const Acc* remote = cluster.map_shared_rank(block_sum, rank);
+#pragma unroll
+        for (int v = 0; v < kValues; ++v) acc[v] += remote[v * 128 + thread];
+      }
+    }
+    cluster.sync();  // the others' shared memory stays until the leader has read it
+    if (cluster.block_rank() != 0) return;
+  }
+#pragma unroll
+  for (int v = 0; v < kValues; ++v) {
+    const std::int64_t row = row0 + gemv_wgmma::fragment_row(thread, v);
+    const std::int64_t token = gemv_wgmma::fragment_token(thread, v);
+    if (row < n && token < m) policy.finish(row, token, acc[v]);
+  }
+}
+
+// Launches `kernel(param)` over ceil(N / 64) row blocks x plan.cluster (the cluster along K).
+template <typename Param>
+inline cudaError_t launch(void (*kernel)(Param), const Param& param, std::int64_t n,
+                          int token_tiles, Plan plan, cudaStream_t stream) {
+  const std::size_t bytes = shared_bytes(plan.stages, token_tiles);
+  if (bytes > 48 * 1024) {
+    const cudaError_t status = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (status != cudaSuccess) return status;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((n + kRows - 1) / kRows),
+                        static_cast<unsigned>(plan.cluster), 1);
+  config.blockDim = dim3(128, 1, 1);
+  config.dynamicSmemBytes = bytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster;
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = static_cast<unsigned>(plan.cluster);
+  cluster.val.clusterDim.z = 1;
+  if (plan.cluster > 1) {
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, param);
+}
+
+}  // namespace lowbit::cuda::gemv_tma

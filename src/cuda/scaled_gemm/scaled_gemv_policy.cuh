@@ -1,0 +1,29 @@
+// The epilogue policy of scaled_mm's wgmma GEMVs (common/gemv_wgmma.cuh, common/gemv_tma.cuh):
+// no per-step scale (fp8 steps are promoted as they are), int8 accumulates in int32, and each
+// total goes through the epilogue of docs/scaled_gemm.md.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "scaled_gemm_launch.h"
+#include "scaled_gemv_epilogue.cuh"
+
+namespace lowbit::cuda::scaled_gemv {
+
+template <typename AccType, typename Out>
+struct ScaledPolicy {
+  using Acc = AccType;
+  static constexpr bool kPromote = std::is_floating_point_v<Acc>;
+  struct StepScales {};
+
+  const ScaledGemmProblem& p;
+
+  __device__ StepScales load_scales(int, bool, int) const { return {}; }
+  __device__ float scale(const StepScales&, int) const { return 1.0f; }
+  __device__ void finish(std::int64_t n, std::int64_t m, Acc total) const {
+    scaled_gemv::store_output<Acc, Out>(p, n, m, total);
+  }
+};
+
+}  // namespace lowbit::cuda::scaled_gemv
