@@ -42,6 +42,14 @@ struct BlockScaledPolicy {
     return s;
   }
   __device__ float scale(const StepScales& s, int v) const { return s.token[2 * (v / 4) + v % 2]; }
+
+  // The addresses of As[m, step] and Bs[row block, step] (common/gemv_tma.cuh copies them
+  // into shared memory with the step's operands).
+  static constexpr bool kStepScales = true;
+  __device__ const float* token_scale(int step, std::int64_t m) const {
+    return p.a_scales + m * p.a_scale_stride_m + step * p.a_scale_stride_k;
+  }
+  __device__ const float* step_scale(int step) const { return b_scales + step; }
   __device__ void finish(std::int64_t n, std::int64_t m, float total) const {
     Out* out = static_cast<Out*>(p.d) + m * p.ldd + n;
     if constexpr (std::is_same_v<Out, float>) {

@@ -29,6 +29,14 @@ __device__ __forceinline__ void mbarrier_arrive_expect_bytes(std::uint64_t* barr
                : "memory");
 }
 
+// An arrival on `barrier` when this thread's earlier cp.async copies complete; the barrier's
+// expected count includes it (noinc).
+__device__ __forceinline__ void mbarrier_arrive_on_async_copies(std::uint64_t* barrier) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(
+                   shared_address(barrier))
+               : "memory");
+}
+
 __device__ __forceinline__ void mbarrier_wait(std::uint64_t* barrier, std::uint32_t phase) {
   asm volatile(
       "{\n"

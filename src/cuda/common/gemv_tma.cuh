@@ -48,10 +48,11 @@ inline constexpr int stage_bytes(int token_tiles) {
   return kWeightStageBytes + kTokenStageBytes * token_tiles;  // a multiple of 1 KB
 }
 
-// Stages, 1 KB of slack to align them for the swizzle, and their barriers. The partial sums
-// (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
+// Stages, 1 KB of slack to align them for the swizzle, their barriers and per-token step scales.
+// The partial sums (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
 inline std::size_t shared_bytes(int stages, int token_tiles) {
-  return static_cast<std::size_t>(stages) * stage_bytes(token_tiles) + 1024 + 8 * kMaxStages;
+  return static_cast<std::size_t>(stages) * (stage_bytes(token_tiles) + 4 * (8 * token_tiles + 1)) +
+         1024 + 8 * kMaxStages;
 }
 
 struct Plan {
@@ -226,7 +227,10 @@ struct Maps {
   CUtensorMap tokens;   // [M, K] bytes, boxes of 128 x 8 T tokens
 };
 
-// Policy: as in common/gemv_wgmma.cuh (Acc, kPromote, StepScales, load_scales, scale, finish).
+// Policy supplies: Acc (float for fp8, int for int8); kPromote (fp8: each step's sum is added to
+// the registers); kStepScales, and with it token_scale(step, token) and step_scale(step) (the
+// addresses of two fp32 factors of each step's sum, e.g. As and Bs of DeepSeek-V3 block
+// scaling); and finish(row, token, total).
 template <typename Policy, int kTiles>
 __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64_t m,
                                     std::int64_t k, const Plan& plan, const Policy& policy,
@@ -248,11 +252,33 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   const std::uint32_t ring = (raw + 1023) & ~1023u;
   unsigned char* ring_pointer = shared + (ring - raw);
   auto* full = reinterpret_cast<std::uint64_t*>(ring_pointer + stages * kStageBytes);
+  // Step scales travel with the operands: a stage's slot holds the step's token scales and then
+  // its weight scale, copied asynchronously and completing on the stage's barrier. Loaded into
+  // registers one step ahead they cost a memory latency per step (measured on o_proj, M = 16).
+  constexpr int kTokens = 8 * kTiles;
+  constexpr int kScaleSlot = kTokens + 1;
+  float* step_scales = reinterpret_cast<float*>(full + kMaxStages);
+  auto fetch_scales = [&](int i) {  // step i's scales into slot i % stages (threads < kScaleSlot)
+    if constexpr (Policy::kStepScales) {
+      if (thread < kScaleSlot) {
+        const int s = i % stages, step = first + i;
+        const bool token_scale = thread < kTokens;
+        const bool valid = !token_scale || thread < m;  // zeros for tokens >= M
+        const float* source = token_scale ? policy.token_scale(step, valid ? thread : 0)
+                                          : policy.step_scale(step);
+        gemv_wgmma::copy_word_async(shared_address(step_scales + s * kScaleSlot + thread), source,
+                                    valid ? 4 : 0);
+        mbarrier_arrive_on_async_copies(&full[s]);
+      }
+    }
+  };
 
   if (thread == 0) {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&maps.weights))
                  : "memory");
-    for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], 1);
+    // Thread 0's expected bytes, plus one arrival per scale copy.
+    const int arrivals = Policy::kStepScales ? 1 + kScaleSlot : 1;
+    for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], arrivals);
     fence_barrier_init();
   }
   __syncthreads();
@@ -264,17 +290,15 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     load_box(maps.weights, stage, &full[s], k0, static_cast<int>(row0));
     load_box(maps.tokens, stage + kWeightStageBytes, &full[s], k0, 0);
   };
-  if (thread == 0) {
-    for (int i = 0; i < std::min(stages, mine); ++i) request(i);
+  for (int i = 0; i < std::min(stages, mine); ++i) {
+    if (thread == 0) request(i);
+    fetch_scales(i);
   }
 
   Acc acc[kValues];
 #pragma unroll
   for (int v = 0; v < kValues; ++v) acc[v] = Acc{0};
-  typename Policy::StepScales next_scales = policy.load_scales(first, 0 < mine, thread);
   for (int i = 0; i < mine; ++i) {
-    const typename Policy::StepScales scales = next_scales;
-    next_scales = policy.load_scales(first + i + 1, i + 1 < mine, thread);
     const int s = i % stages;
     const std::uint32_t stage = ring + s * kStageBytes;
     mbarrier_wait(&full[s], (i / stages) & 1);
@@ -295,12 +319,18 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
 #pragma unroll
     for (int v = 0; v < kValues; ++v) {
       gemv_wgmma::fence_operand(sum[v]);
-      if constexpr (Policy::kPromote) acc[v] = fmaf(partial[v], policy.scale(scales, v), acc[v]);
+      if constexpr (Policy::kPromote) {
+        const float* slot = step_scales + s * kScaleSlot;
+        const int token = gemv_wgmma::fragment_token(thread, v);
+        const float scale = Policy::kStepScales ? slot[token] * slot[kTokens] : 1.0f;
+        acc[v] = fmaf(partial[v], scale, acc[v]);
+      }
     }
-    // Every warp's wgmma has read the stage before it is refilled.
+    // Every warp's wgmma and promotion has read the stage before it is refilled.
     if (i + stages < mine) {
       __syncthreads();
       if (thread == 0) request(i + stages);
+      fetch_scales(i + stages);
     }
   }
 

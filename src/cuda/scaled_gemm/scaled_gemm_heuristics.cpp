@@ -47,7 +47,7 @@ bool parse_override(ScaledGemmTile& tile) {
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
                                            DType ab_dtype) {
   ScaledGemmConfig config;
-  // The GEMVs hold at most 32 tokens; a forced GEMV falls back to the heuristic above.
+  // The GEMVs hold at most 32 tokens (gemv_tma 64); a forced GEMV falls back to the heuristic.
   const bool overridden = parse_override(config.tile);
   const bool gemv_tile = is_gemv(config.tile);
   const std::int64_t gemv_tokens =
@@ -59,14 +59,16 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // persistent 64-row pingpong tile, which also wins up to M = 128. Above that the 128 x 128
     // pingpong tile wins; a 128 x 256 cooperative tile measured 3-23% slower on every Llama-3 /
     // DeepSeek-V3 shape at M >= 4096 and was dropped.
-    // The split-K GEMV (docs/perf/scaled_gemm.md, H200): int8 wins at M <= 16 on every shape
-    // (1.1-1.9x the swapped tile). fp8 goes through sm_90's emulated fp8 mma.sync, which binds
-    // earlier: it wins at M <= 8 (at worst a tie) and on weights up to 32 MB at M <= 16, but
-    // loses 1.9x to the swapped tile at M = 16 on the 59-132 MB weights.
+    // The GEMVs (docs/perf/scaled_gemm.md, H200): the TMA-fed wgmma GEMV streams the 59-132 MB
+    // weights fastest at M <= 32 in both dtypes (70-85% of copy at M = 1), and at M = 64 for
+    // K > 4096 (2-6% ahead of the swapped tile; 3% behind it at K = 4096). On a 16 MB weight its
+    // fixed costs lose to the mma.sync split-K GEMV up to M = 16; it still wins fp8 at M = 32.
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
-    const bool gemv = ab_dtype == DType::kInt8 ? m <= 16 : (m <= 8 || (m <= 16 && small_weight));
-    if (gemv) {
+    if (small_weight && m <= 16) {
       config.tile = ScaledGemmTile::kGemvSplitK;
+    } else if ((m <= 32 && (!small_weight || ab_dtype != DType::kInt8)) ||
+               (m <= 64 && !small_weight && k > 4096)) {
+      config.tile = ScaledGemmTile::kGemvTma;
     } else if (m <= 64 && n * k > (std::int64_t{32} << 20)) {
       config.tile = ScaledGemmTile::kDecodeSwapAB;
     } else if (m <= 128) {

@@ -16,6 +16,7 @@ struct ScaledPolicy {
   using Acc = AccType;
   static constexpr bool kPromote = std::is_floating_point_v<Acc>;
   struct StepScales {};
+  static constexpr bool kStepScales = false;
 
   const ScaledGemmProblem& p;
 
