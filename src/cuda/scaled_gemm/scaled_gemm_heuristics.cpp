@@ -62,12 +62,13 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // The GEMVs (docs/perf/scaled_gemm.md, H200): the TMA-fed wgmma GEMV streams the 59-132 MB
     // weights fastest at M <= 32 in both dtypes (70-85% of copy at M = 1), and at M = 64 for
     // K > 4096 (2-6% ahead of the swapped tile; 3% behind it at K = 4096). On a 16 MB weight its
-    // fixed costs lose to the mma.sync split-K GEMV up to M = 16; it still wins fp8 at M = 32.
+    // fixed costs lose to the mma.sync split-K GEMV up to M = 16 (int8: 32, where medium64x128
+    // measured 13.1-13.3 us against 11.5-11.8 at 4096 x 4096); it still wins fp8 at M = 32.
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
-    if (small_weight && m <= 16) {
+    const bool int8 = ab_dtype == DType::kInt8;
+    if (small_weight && (m <= 16 || (int8 && m <= kScaledGemvMaxTokens))) {
       config.tile = ScaledGemmTile::kGemvSplitK;
-    } else if ((m <= 32 && (!small_weight || ab_dtype != DType::kInt8)) ||
-               (m <= 64 && !small_weight && k > 4096)) {
+    } else if (m <= 32 || (m <= 64 && !small_weight && k > 4096)) {
       config.tile = ScaledGemmTile::kGemvTma;
     } else if (m <= 64 && n * k > (std::int64_t{32} << 20)) {
       config.tile = ScaledGemmTile::kDecodeSwapAB;
