@@ -18,7 +18,7 @@
 //
 // fp8: each step's tensor-core sum (accumulated by wgmma from zero) is added to fp32 registers,
 // optionally times a per-step scale (DeepSeek-V3 block scaling); int8 accumulates in the
-// tensor core's int32 directly (exact). The Policy interface is common/gemv_wgmma.cuh's.
+// tensor core's int32 directly (exact). The Policy interface is described at run().
 #pragma once
 
 #include <cooperative_groups.h>
@@ -26,7 +26,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
