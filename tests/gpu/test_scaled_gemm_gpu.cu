@@ -345,9 +345,9 @@ TEST(ScaledMmGpu, GemvNanCodesPoisonOnlyTheirRowAndColumn) {
 }
 
 TEST(ScaledMmGpu, GemvConfigsOnModelShapes) {
-  // Both GEMVs forced over the model shapes and their token tiles (8 / 16 / 32): the wgmma
-  // GEMV's K split differs per shape (1 warpgroup per block at N = 18432, 4 warpgroups x
-  // 2 cluster blocks at N = 4096).
+  // Every GEMV forced over the model shapes and their token tiles (8 / 16 / 32, and 64 for
+  // gemv_tma): the K split differs per shape (gemv_wgmma: 1 warpgroup per block at N = 18432,
+  // 4 warpgroups x 2 cluster blocks at N = 4096; gemv_tma: 1 to 4 cluster blocks).
   std::uint64_t salt = 9000;
   Options int8;
   int8.ab = DType::kInt8;
