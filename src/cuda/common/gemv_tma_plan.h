@@ -1,0 +1,78 @@
+// The launch plan of the TMA-fed decode GEMV (common/gemv_tma.cuh): the bytes of its shared
+// memory ring and how K is split over cluster blocks. Host code only, so the CPU tests can check
+// the rule's invariants (tests/cpu/test_gemv_tma_plan.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+namespace lowbit::cuda::gemv_tma {
+
+inline constexpr int kStepK = 128;                          // one 128-byte swizzle row per step
+inline constexpr int kRows = 64;                            // weight rows per block: wgmma's M
+inline constexpr int kDefaultStages = 4;
+inline constexpr int kMaxStages = 8;
+inline constexpr int kMaxClusterBlocks = 8;                 // portable cluster size
+inline constexpr int kWeightStageBytes = kRows * kStepK;    // 8 KB
+inline constexpr int kTokenStageBytes = 8 * kStepK;         // 1 KB per 8 tokens
+
+inline constexpr int stage_bytes(int token_tiles) {
+  return kWeightStageBytes + kTokenStageBytes * token_tiles;  // a multiple of 1 KB
+}
+
+// Stages, 1 KB of slack to align them for the swizzle, their barriers and per-token step scales.
+// The partial sums (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
+inline std::size_t shared_bytes(int stages, int token_tiles) {
+  return static_cast<std::size_t>(stages) * (stage_bytes(token_tiles) + 4 * (8 * token_tiles + 1)) +
+         1024 + 8 * kMaxStages;
+}
+
+struct Plan {
+  int cluster = 1;  // blocks splitting K (contiguous ranges of steps), in one cluster
+  int stages = 1;   // ring depth per block
+};
+
+// Blocks per SM that shared memory allows (228 KB per SM, 1 KB reserved per block), at most 16
+// warpgroups.
+inline int blocks_per_sm(int stages, int token_tiles) {
+  return std::min<int>(16, static_cast<int>((228 * 1024) / (shared_bytes(stages, token_tiles) +
+                                                            1024)));
+}
+
+// Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
+// at once with the same work, and that there are enough blocks to keep HBM busy; the weight
+// stream is shared, so blocks per SM need not be even, and more, smaller blocks lose to their
+// fixed costs (start, ring fill, cluster sum). So: the smallest K split (1, 2, 4 or 8 blocks,
+// doubling while below K's steps) giving >= 1.5 blocks per SM, a ring of up to 4 stages,
+// shallower when that keeps every block resident.
+inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count) {
+  const std::int64_t row_blocks = (n + kRows - 1) / kRows;
+  const std::int64_t steps = (k + kStepK - 1) / kStepK;
+  Plan plan;
+  while (plan.cluster < kMaxClusterBlocks && plan.cluster < steps &&
+         2 * row_blocks * plan.cluster < 3 * std::int64_t{sm_count}) {
+    plan.cluster *= 2;
+  }
+  const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
+  plan.stages = static_cast<int>(std::clamp<std::int64_t>(mine, 1, kDefaultStages));
+  const std::int64_t blocks = row_blocks * plan.cluster;
+  while (plan.stages > 2 &&
+         blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
+    --plan.stages;
+  }
+  // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
+  if (const char* text = std::getenv("LOWBIT_GEMV_TMA_PLAN")) {
+    int cluster = 0, stages = 0;
+    if (std::sscanf(text, "%dx%d", &cluster, &stages) == 2 && cluster >= 1 &&
+        cluster <= kMaxClusterBlocks && stages >= 1 && stages <= kMaxStages) {
+      plan.cluster = static_cast<int>(std::clamp<std::int64_t>(steps, 1, cluster));
+      plan.stages = stages;
+    }
+  }
+  return plan;
+}
+
+}  // namespace lowbit::cuda::gemv_tma

@@ -1,0 +1,87 @@
+// The TMA-fed decode GEMV's launch plan (src/cuda/common/gemv_tma_plan.h) on the decode shapes
+// of the benchmarks, every token tile and an H100/H200's 132 SMs (and a smaller part): the
+// cluster split is a legal cluster under twice K's steps, every block of the grid fits on the
+// GPU at once where a 2-stage ring allows it, the ring fits one block's shared memory, and the split is the smallest giving
+// >= 1.5 blocks per SM. A change of the constants (stages, ring bytes) that breaks one of these
+// breaks the measured reasons for the rule (docs/perf/scaled_gemm.md).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "../../src/cuda/common/gemv_tma_plan.h"
+
+namespace lowbit::cuda::gemv_tma {
+namespace {
+
+struct Shape {
+  std::int64_t n, k;
+};
+
+// scaled_mm's Llama-3 / DeepSeek-V3 shapes, block_fp8_mm's DeepSeek-V3 shapes, and edges.
+constexpr Shape kShapes[] = {{4096, 4096},  {14336, 4096}, {4096, 14336}, {18432, 7168},
+                             {7168, 18432}, {2112, 7168},  {24576, 1536}, {32768, 512},
+                             {4096, 7168},  {7168, 2048},  {576, 7168},   {7168, 16384},
+                             {136, 4112},   {200, 336},    {64, 128},     {8, 16}};
+
+TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  for (int sm_count : {132, 78}) {
+    for (const Shape& s : kShapes) {
+      for (int tiles : {1, 2, 4, 8}) {
+        const Plan plan = choose_plan(s.n, s.k, tiles, sm_count);
+        const std::int64_t row_blocks = (s.n + kRows - 1) / kRows;
+        const std::int64_t steps = (s.k + kStepK - 1) / kStepK;
+        const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
+        const std::int64_t blocks = row_blocks * plan.cluster;
+        SCOPED_TRACE(::testing::Message() << "N=" << s.n << " K=" << s.k << " tiles=" << tiles
+                                          << " SMs=" << sm_count << " cluster=" << plan.cluster
+                                          << " stages=" << plan.stages);
+        EXPECT_TRUE(plan.cluster == 1 || plan.cluster == 2 || plan.cluster == 4 ||
+                    plan.cluster == 8);
+        // The split doubles while it is below the steps, so it stays under twice their count
+        // (K = 336: 3 steps, 4 blocks, one idle; the kernel's idle blocks add zeros).
+        EXPECT_LT(plan.cluster, 2 * std::max<std::int64_t>(steps, 1));
+        EXPECT_GE(plan.stages, 1);
+        EXPECT_LE(plan.stages, kDefaultStages);
+        EXPECT_LE(plan.stages, mine);
+        EXPECT_LE(shared_bytes(plan.stages, tiles), std::size_t{227} * 1024);
+        // Every block resident at once, unless even a 2-stage ring cannot make it so (then the
+        // ring is at its shallowest: two waves).
+        const auto fits = [&](int stages) {
+          return blocks <= std::int64_t{blocks_per_sm(stages, tiles)} * sm_count;
+        };
+        if (fits(std::min(plan.stages, 2))) {
+          EXPECT_TRUE(fits(plan.stages)) << "not every block resident at once";
+        } else {
+          EXPECT_EQ(plan.stages, 2);
+        }
+        const bool capped = plan.cluster == kMaxClusterBlocks || plan.cluster >= steps;
+        if (!capped) {
+          EXPECT_GE(2 * blocks, 3 * sm_count) << "fewer than 1.5 blocks per SM";
+        }
+        if (plan.cluster > 1) {
+          EXPECT_LT(2 * row_blocks * (plan.cluster / 2), 3 * sm_count)
+              << "a smaller split suffices";
+        }
+      }
+    }
+  }
+}
+
+TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {
+  setenv("LOWBIT_GEMV_TMA_PLAN", "8x2", 1);
+  Plan plan = choose_plan(18432, 7168, 1, 132);
+  EXPECT_EQ(plan.cluster, 8);
+  EXPECT_EQ(plan.stages, 2);
+  plan = choose_plan(4096, 256, 1, 132);  // 2 steps: the cluster cannot be wider
+  EXPECT_EQ(plan.cluster, 2);
+  setenv("LOWBIT_GEMV_TMA_PLAN", "3xq", 1);  // malformed: ignored
+  plan = choose_plan(18432, 7168, 1, 132);
+  EXPECT_EQ(plan.cluster, 1);
+  EXPECT_EQ(plan.stages, kDefaultStages);
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+}
+
+}  // namespace
+}  // namespace lowbit::cuda::gemv_tma
