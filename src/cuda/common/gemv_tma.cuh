@@ -29,8 +29,10 @@
 #include <cstdint>
 
 #include "bulk_copy.cuh"
+#include "cluster_launch.cuh"
 #include "gemv_tma_plan.h"
 #include "gemv_wgmma.cuh"
+#include "tensor_map.cuh"
 
 namespace lowbit::cuda::gemv_tma {
 
@@ -160,6 +162,16 @@ struct Maps {
   CUtensorMap weights;  // [N, K] bytes, boxes of 128 x 64 rows
   CUtensorMap tokens;   // [M, K] bytes, boxes of 128 x 8 T tokens
 };
+
+// Host: the tensor maps of the weight [N, K] (row stride ldw) and the tokens [M, K] (row stride
+// ldt) for `token_tiles` tiles of 8 tokens; false when the driver refuses them.
+inline bool encode_maps(Maps& maps, const void* weight, std::int64_t n, std::int64_t ldw,
+                        const void* tokens, std::int64_t m, std::int64_t ldt, std::int64_t k,
+                        int token_tiles) {
+  return encode_byte_matrix_map(&maps.weights, weight, n, k, ldw, kRows) &&
+         encode_byte_matrix_map(&maps.tokens, tokens, m, k, ldt,
+                                static_cast<std::uint32_t>(8 * token_tiles));
+}
 
 // Policy supplies: Acc (float for fp8, int for int8); kPromote (fp8: each step's sum is added to
 // the registers); kStepScales, and with it token_scale(step, token) and step_scale(step) (the
@@ -300,27 +312,9 @@ template <typename Param>
 inline cudaError_t launch(void (*kernel)(Param), const Param& param, std::int64_t n,
                           int token_tiles, Plan plan, cudaStream_t stream) {
   const std::size_t bytes = shared_bytes(plan.stages, token_tiles);
-  if (bytes > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    if (status != cudaSuccess) return status;
-  }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((n + kRows - 1) / kRows),
-                        static_cast<unsigned>(plan.cluster), 1);
-  config.blockDim = dim3(128, 1, 1);
-  config.dynamicSmemBytes = bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster;
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = static_cast<unsigned>(plan.cluster);
-  cluster.val.clusterDim.z = 1;
-  if (plan.cluster > 1) {
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, param);
+  const dim3 grid(static_cast<unsigned>((n + kRows - 1) / kRows),
+                  static_cast<unsigned>(plan.cluster), 1);
+  return launch_with_cluster_along_y(kernel, param, grid, 128, bytes, stream);
 }
 
 }  // namespace lowbit::cuda::gemv_tma

@@ -34,6 +34,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cluster_launch.cuh"
 #include "lowbit/error.h"
 
 namespace lowbit::cuda::gemv_wgmma {
@@ -442,27 +443,9 @@ inline cudaError_t launch(const char* op, void (*kernel)(Param), const Param& pa
     throw Error(op, "k", "<= " + std::to_string(max_k) + " for gemv_wgmma at this token count",
                 std::to_string(k));
   }
-  if (bytes > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxSharedBytes));
-    if (status != cudaSuccess) return status;
-  }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((n + kRowsPerWarpgroup - 1) / kRowsPerWarpgroup),
-                        static_cast<unsigned>(split.cluster), 1);
-  config.blockDim = dim3(128 * split.warpgroups, 1, 1);
-  config.dynamicSmemBytes = bytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster;
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = static_cast<unsigned>(split.cluster);
-  cluster.val.clusterDim.z = 1;
-  if (split.cluster > 1) {
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, kernel, param);
+  const dim3 grid(static_cast<unsigned>((n + kRowsPerWarpgroup - 1) / kRowsPerWarpgroup),
+                  static_cast<unsigned>(split.cluster), 1);
+  return launch_with_cluster_along_y(kernel, param, grid, 128 * split.warpgroups, bytes, stream);
 }
 
 }  // namespace lowbit::cuda::gemv_wgmma

@@ -12,7 +12,6 @@
 
 #include "../common/check.cuh"
 #include "../common/gemv_tma.cuh"
-#include "../common/tensor_map.cuh"
 #include "scaled_gemv_launch.h"
 #include "scaled_gemv_policy.cuh"
 
@@ -40,8 +39,7 @@ template <typename Acc, typename Out, int kTiles>
 cudaError_t launch_tiles(const ScaledGemmProblem& p, cudaStream_t stream) {
   TmaParams params{};
   params.p = p;
-  if (!encode_byte_matrix_map(&params.maps.weights, p.b, p.n, p.k, p.ldb, gemv_tma::kRows) ||
-      !encode_byte_matrix_map(&params.maps.tokens, p.a, p.m, p.k, p.lda, 8 * kTiles)) {
+  if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles)) {
     return cudaErrorInvalidValue;
   }
   params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count);
