@@ -1,8 +1,9 @@
 // The TMA-fed decode GEMV's launch plan (src/cuda/common/gemv_tma_plan.h) on the decode shapes
 // of the benchmarks, every token tile and an H100/H200's 132 SMs (and a smaller part): the
 // cluster split is a legal cluster under twice K's steps, every block of the grid fits on the
-// GPU at once where a 2-stage ring allows it, the ring fits one block's shared memory, and the split is the smallest giving
-// >= 1.5 blocks per SM. A change of the constants (stages, ring bytes) that breaks one of these
+// GPU at once where a 2-stage ring allows it, the ring fits one block's shared memory, a block
+// with two or more steps has two or more stages (its steps overlap), and the split is the
+// smallest giving >= 1.5 blocks per SM. A change of the constants (stages, ring bytes) that breaks one of these
 // breaks the measured reasons for the rule (docs/perf/scaled_gemm.md).
 #include <gtest/gtest.h>
 
@@ -45,6 +46,9 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
         EXPECT_GE(plan.stages, 1);
         EXPECT_LE(plan.stages, kDefaultStages);
         EXPECT_LE(plan.stages, mine);
+        if (mine >= 2) {
+          EXPECT_GE(plan.stages, 2) << "step i + 1's wgmma overlaps step i's refill";
+        }
         EXPECT_LE(shared_bytes(plan.stages, tiles), std::size_t{227} * 1024);
         // Every block resident at once, unless even a 2-stage ring cannot make it so (then the
         // ring is at its shallowest: two waves).
@@ -76,6 +80,9 @@ TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {
   EXPECT_EQ(plan.stages, 2);
   plan = choose_plan(4096, 256, 1, 132);  // 2 steps: the cluster cannot be wider
   EXPECT_EQ(plan.cluster, 2);
+  setenv("LOWBIT_GEMV_TMA_PLAN", "1x1", 1);  // one stage cannot overlap two steps: ignored
+  plan = choose_plan(18432, 7168, 1, 132);
+  EXPECT_EQ(plan.stages, kDefaultStages);
   setenv("LOWBIT_GEMV_TMA_PLAN", "3xq", 1);  // malformed: ignored
   plan = choose_plan(18432, 7168, 1, 132);
   EXPECT_EQ(plan.cluster, 1);

@@ -32,7 +32,7 @@ inline std::size_t shared_bytes(int stages, int token_tiles) {
 
 struct Plan {
   int cluster = 1;  // blocks splitting K (contiguous ranges of steps), in one cluster
-  int stages = 1;   // ring depth per block
+  int stages = 1;   // ring depth per block; >= 2 whenever a block has two or more steps
 };
 
 // Blocks per SM that shared memory allows (228 KB per SM, 1 KB reserved per block), at most 16
@@ -64,10 +64,11 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
     --plan.stages;
   }
   // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
+  // At least two stages: the kernel runs a step's wgmma while the previous stage is refilled.
   if (const char* text = std::getenv("LOWBIT_GEMV_TMA_PLAN")) {
     int cluster = 0, stages = 0;
     if (std::sscanf(text, "%dx%d", &cluster, &stages) == 2 && cluster >= 1 &&
-        cluster <= kMaxClusterBlocks && stages >= 1 && stages <= kMaxStages) {
+        cluster <= kMaxClusterBlocks && stages >= 2 && stages <= kMaxStages) {
       plan.cluster = static_cast<int>(std::clamp<std::int64_t>(steps, 1, cluster));
       plan.stages = stages;
     }
