@@ -38,11 +38,13 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
         SCOPED_TRACE(::testing::Message() << "N=" << s.n << " K=" << s.k << " tiles=" << tiles
                                           << " SMs=" << sm_count << " cluster=" << plan.cluster
                                           << " stages=" << plan.stages);
-        EXPECT_TRUE(plan.cluster == 1 || plan.cluster == 2 || plan.cluster == 4 ||
-                    plan.cluster == 8);
-        // The split doubles while it is below the steps, so it stays under twice their count
-        // (K = 336: 3 steps, 4 blocks, one idle; the kernel's idle blocks add zeros).
-        EXPECT_LT(plan.cluster, 2 * std::max<std::int64_t>(steps, 1));
+        EXPECT_GE(plan.cluster, 1);
+        EXPECT_LE(plan.cluster, kMaxClusterBlocks);
+        // Every block of the cluster gets at least one step (K = 336: 3 steps, 3 blocks).
+        EXPECT_LT((plan.cluster - 1) * mine, std::max<std::int64_t>(steps, 1)) << "idle block";
+        // The split doubled to a power of two and was then trimmed to its busy blocks.
+        int doubled = 1;
+        while (doubled < plan.cluster) doubled *= 2;
         EXPECT_GE(plan.stages, 1);
         EXPECT_LE(plan.stages, kDefaultStages);
         EXPECT_LE(plan.stages, mine);
@@ -60,17 +62,23 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
         } else {
           EXPECT_EQ(plan.stages, 2);
         }
-        const bool capped = plan.cluster == kMaxClusterBlocks || plan.cluster >= steps;
+        const bool capped = doubled == kMaxClusterBlocks || doubled >= steps;
         if (!capped) {
           EXPECT_GE(2 * blocks, 3 * sm_count) << "fewer than 1.5 blocks per SM";
         }
-        if (plan.cluster > 1) {
-          EXPECT_LT(2 * row_blocks * (plan.cluster / 2), 3 * sm_count)
-              << "a smaller split suffices";
+        if (doubled > 1) {
+          EXPECT_LT(2 * row_blocks * (doubled / 2), 3 * sm_count) << "a smaller split suffices";
         }
       }
     }
   }
+}
+
+TEST(GemvTmaPlan, TrimsTheSplitToBlocksThatGetSteps) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  EXPECT_EQ(choose_plan(200, 336, 1, 132).cluster, 3);     // 3 steps: 4 blocks trimmed to 3
+  EXPECT_EQ(choose_plan(64, 12 * 128, 1, 132).cluster, 6);  // 12 steps: 8 blocks of 2 -> 6
+  EXPECT_EQ(choose_plan(64, 16 * 128, 1, 132).cluster, 8);  // 16 steps: 8 blocks of 2
 }
 
 TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {

@@ -46,32 +46,43 @@ inline int blocks_per_sm(int stages, int token_tiles) {
 // at once with the same work, and that there are enough blocks to keep HBM busy; the weight
 // stream is shared, so blocks per SM need not be even, and more, smaller blocks lose to their
 // fixed costs (start, ring fill, cluster sum). So: the smallest K split (1, 2, 4 or 8 blocks,
-// doubling while below K's steps) giving >= 1.5 blocks per SM, a ring of up to 4 stages,
-// shallower when that keeps every block resident.
+// doubling while below K's steps) giving >= 1.5 blocks per SM, less any block its ranges would
+// leave idle; a ring of up to 4 stages, shallower when that keeps every block resident.
 inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count) {
   const std::int64_t row_blocks = (n + kRows - 1) / kRows;
   const std::int64_t steps = (k + kStepK - 1) / kStepK;
-  Plan plan;
-  while (plan.cluster < kMaxClusterBlocks && plan.cluster < steps &&
-         2 * row_blocks * plan.cluster < 3 * std::int64_t{sm_count}) {
-    plan.cluster *= 2;
+  // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
+  // At least two stages: the kernel runs a step's wgmma while the previous stage is refilled.
+  int forced_cluster = 0, forced_stages = 0;
+  if (const char* text = std::getenv("LOWBIT_GEMV_TMA_PLAN")) {
+    if (std::sscanf(text, "%dx%d", &forced_cluster, &forced_stages) != 2 ||
+        forced_cluster < 1 || forced_cluster > kMaxClusterBlocks || forced_stages < 2 ||
+        forced_stages > kMaxStages) {
+      forced_cluster = forced_stages = 0;
+    }
   }
-  const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
+  Plan plan;
+  if (forced_cluster > 0) {
+    plan.cluster = forced_cluster;
+  } else {
+    while (plan.cluster < kMaxClusterBlocks && plan.cluster < steps &&
+           2 * row_blocks * plan.cluster < 3 * std::int64_t{sm_count}) {
+      plan.cluster *= 2;
+    }
+  }
+  // Contiguous ranges of ceil(steps / cluster) steps: only ceil(steps / that) blocks get any
+  // (K = 336: 3 steps over 4 blocks would leave one idle), so the cluster is that many.
+  const std::int64_t mine = std::max<std::int64_t>(1, (steps + plan.cluster - 1) / plan.cluster);
+  plan.cluster = static_cast<int>(std::max<std::int64_t>(1, (steps + mine - 1) / mine));
+  if (forced_stages > 0) {
+    plan.stages = forced_stages;
+    return plan;
+  }
   plan.stages = static_cast<int>(std::clamp<std::int64_t>(mine, 1, kDefaultStages));
   const std::int64_t blocks = row_blocks * plan.cluster;
   while (plan.stages > 2 &&
          blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
     --plan.stages;
-  }
-  // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
-  // At least two stages: the kernel runs a step's wgmma while the previous stage is refilled.
-  if (const char* text = std::getenv("LOWBIT_GEMV_TMA_PLAN")) {
-    int cluster = 0, stages = 0;
-    if (std::sscanf(text, "%dx%d", &cluster, &stages) == 2 && cluster >= 1 &&
-        cluster <= kMaxClusterBlocks && stages >= 2 && stages <= kMaxStages) {
-      plan.cluster = static_cast<int>(std::clamp<std::int64_t>(steps, 1, cluster));
-      plan.stages = stages;
-    }
   }
   return plan;
 }
