@@ -13,9 +13,10 @@
 
 namespace lowbit::cuda::block_fp8_gemv {
 
-template <typename Out, int kTiles>
+template <typename OutType, int kTiles>
 struct BlockScaledPolicy {
   using Acc = float;
+  using Out = OutType;
   static constexpr bool kPromote = true;
   // As[m, step] * Bs[row block, step] for the thread's tokens 8 j + 2 t + e, at [2 j + e].
   struct StepScales {
@@ -50,13 +51,17 @@ struct BlockScaledPolicy {
     return p.a_scales + m * p.a_scale_stride_m + step * p.a_scale_stride_k;
   }
   __device__ const float* step_scale(int step) const { return b_scales + step; }
-  __device__ void finish(std::int64_t n, std::int64_t m, float total) const {
-    Out* out = static_cast<Out*>(p.d) + m * p.ldd + n;
+  // The output of row n, token m, and the start of token m's output row.
+  __device__ Out value(std::int64_t, std::int64_t, float total) const {
     if constexpr (std::is_same_v<Out, float>) {
-      *out = total;
+      return total;
     } else {
-      *out = __float2bfloat16_rn(total);
+      return __float2bfloat16_rn(total);
     }
+  }
+  __device__ Out* output_row(std::int64_t m) const { return static_cast<Out*>(p.d) + m * p.ldd; }
+  __device__ void finish(std::int64_t n, std::int64_t m, float total) const {
+    output_row(m)[n] = value(n, m, total);
   }
 };
 

@@ -30,8 +30,8 @@ template <>
 __device__ __forceinline__ __half from_float(float value) { return __float2half_rn(value); }
 
 template <typename Acc, typename Out>
-__device__ __forceinline__ void store_output(const ScaledGemmProblem& p, std::int64_t n,
-                                             std::int64_t m, Acc acc) {
+__device__ __forceinline__ Out output_value(const ScaledGemmProblem& p, std::int64_t n,
+                                           std::int64_t m, Acc acc) {
   float x;
   if constexpr (std::is_integral_v<Acc>) {
     const std::int32_t azp = p.azp != nullptr ? p.azp[m] : 1;
@@ -43,7 +43,13 @@ __device__ __forceinline__ void store_output(const ScaledGemmProblem& p, std::in
   const float y = p.b_scales[p.b_per_channel ? n : 0] * x;
   const float bias = p.bias != nullptr ? to_float(static_cast<const Out*>(p.bias)[n]) : 0.0f;
   const float d = fmaf(p.a_scales[p.a_per_token ? m : 0], y, bias);
-  static_cast<Out*>(p.d)[m * p.ldd + n] = from_float<Out>(d);
+  return from_float<Out>(d);
+}
+
+template <typename Acc, typename Out>
+__device__ __forceinline__ void store_output(const ScaledGemmProblem& p, std::int64_t n,
+                                             std::int64_t m, Acc acc) {
+  static_cast<Out*>(p.d)[m * p.ldd + n] = output_value<Acc, Out>(p, n, m, acc);
 }
 
 }  // namespace lowbit::cuda::scaled_gemv

@@ -11,9 +11,10 @@
 
 namespace lowbit::cuda::scaled_gemv {
 
-template <typename AccType, typename Out>
+template <typename AccType, typename OutType>
 struct ScaledPolicy {
   using Acc = AccType;
+  using Out = OutType;
   static constexpr bool kPromote = std::is_floating_point_v<Acc>;
   struct StepScales {};
   static constexpr bool kStepScales = false;
@@ -25,6 +26,11 @@ struct ScaledPolicy {
   __device__ void finish(std::int64_t n, std::int64_t m, Acc total) const {
     scaled_gemv::store_output<Acc, Out>(p, n, m, total);
   }
+  // The output of channel n, token m, and the start of token m's output row.
+  __device__ Out value(std::int64_t n, std::int64_t m, Acc total) const {
+    return scaled_gemv::output_value<Acc, Out>(p, n, m, total);
+  }
+  __device__ Out* output_row(std::int64_t m) const { return static_cast<Out*>(p.d) + m * p.ldd; }
 };
 
 }  // namespace lowbit::cuda::scaled_gemv
