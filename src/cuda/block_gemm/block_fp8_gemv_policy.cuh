@@ -51,8 +51,13 @@ struct BlockScaledPolicy {
     return p.a_scales + m * p.a_scale_stride_m + step * p.a_scale_stride_k;
   }
   __device__ const float* step_scale(int step) const { return b_scales + step; }
-  // The output of row n, token m, and the start of token m's output row.
-  __device__ Out value(std::int64_t, std::int64_t, float total) const {
+  // The output of a total (the scales were applied per step: no per-row or per-token terms),
+  // and the start of token m's output row.
+  struct RowTerms {};
+  struct TokenTerms {};
+  __device__ RowTerms row_terms(std::int64_t) const { return {}; }
+  __device__ TokenTerms token_terms(std::int64_t) const { return {}; }
+  __device__ Out value(const RowTerms&, const TokenTerms&, float total) const {
     if constexpr (std::is_same_v<Out, float>) {
       return total;
     } else {
@@ -61,7 +66,7 @@ struct BlockScaledPolicy {
   }
   __device__ Out* output_row(std::int64_t m) const { return static_cast<Out*>(p.d) + m * p.ldd; }
   __device__ void finish(std::int64_t n, std::int64_t m, float total) const {
-    output_row(m)[n] = value(n, m, total);
+    output_row(m)[n] = value(RowTerms{}, TokenTerms{}, total);
   }
 };
 

@@ -173,11 +173,40 @@ inline bool encode_maps(Maps& maps, const void* weight, std::int64_t n, std::int
                                 static_cast<std::uint32_t>(8 * token_tiles));
 }
 
+// A thread's epilogue terms: those of its 2 rows and 2 T tokens, each loaded once (indices
+// clamped into range; outputs out of range are not stored). Loading them per output cost
+// scaled_mm up to 5 loads per value.
+template <typename Policy, int kValues>
+struct FragmentTerms {
+  typename Policy::RowTerms rows[2];
+  typename Policy::TokenTerms tokens[kValues / 2];
+
+  __device__ __forceinline__ FragmentTerms(const Policy& policy, std::int64_t row0,
+                                           std::int64_t n, std::int64_t m) {
+    const int thread = threadIdx.x;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::int64_t row = row0 + gemv_wgmma::fragment_row(thread, 2 * r);
+      rows[r] = policy.row_terms(row < n ? row : n - 1);
+    }
+#pragma unroll
+    for (int t = 0; t < kValues / 2; ++t) {
+      const std::int64_t token = gemv_wgmma::fragment_token(thread, 4 * (t / 2) + t % 2);
+      tokens[t] = policy.token_terms(token < m ? token : m - 1);
+    }
+  }
+  // The output of fragment value v.
+  __device__ __forceinline__ typename Policy::Out value(const Policy& policy, int v,
+                                                        typename Policy::Acc total) const {
+    return policy.value(rows[(v / 2) % 2], tokens[2 * (v / 4) + v % 2], total);
+  }
+};
+
 // Writes the block's outputs (rows row0.. of tokens 0..m-1) through shared memory: the
 // fragment layout scatters each warp's stores over 4 tokens, 16 bytes each; staged, each
 // token's 64 outputs leave as 16-byte vectors. Measured on an H200 against the scattered
 // stores: block_fp8_mm 2-15% faster at M = 64 and 0-4% at M = 32; scaled_mm unchanged (its
-// per-element scale loads, not the stores, are what its epilogue costs). `tile_memory` is the
+// per-element scale loads were what its epilogue cost: FragmentTerms). `tile_memory` is the
 // consumed ring: 1 KB aligned, at least one stage, enough for 8 T rows of kStride outputs.
 template <typename Policy, int kValues>
 __device__ __forceinline__ void store_tile(const Policy& policy,
@@ -194,13 +223,14 @@ __device__ __forceinline__ void store_tile(const Policy& policy,
                 "the output tile must fit one stage");
   const int thread = threadIdx.x;
   Out* tile = reinterpret_cast<Out*>(tile_memory);
+  const FragmentTerms<Policy, kValues> terms(policy, row0, n, m);
   __syncthreads();  // every warp's last wgmma has read the ring
 #pragma unroll
   for (int v = 0; v < kValues; ++v) {
     const int row = gemv_wgmma::fragment_row(thread, v);
     const int token = gemv_wgmma::fragment_token(thread, v);
     if (row0 + row < n && token < m) {
-      tile[token * kStride + row] = policy.value(row0 + row, token, acc[v]);
+      tile[token * kStride + row] = terms.value(policy, v, acc[v]);
     }
   }
   __syncthreads();
@@ -220,8 +250,8 @@ __device__ __forceinline__ void store_tile(const Policy& policy,
 // Policy supplies: Acc (float for fp8, int for int8); kPromote (fp8: each step's sum is added to
 // the registers); kStepScales, and with it token_scale(step, token) and step_scale(step) (the
 // addresses of two fp32 factors of each step's sum, e.g. As and Bs of DeepSeek-V3 block
-// scaling); value(row, token, total), the output through its epilogue; output_row(token); and
-// finish(row, token, total), which stores value() there.
+// scaling); RowTerms row_terms(row) and TokenTerms token_terms(token), the epilogue factors of
+// a row and of a token; value(row_terms, token_terms, total), the output; output_row(token).
 template <typename Policy, int kTiles>
 __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64_t m,
                                     std::int64_t k, const Plan& plan, const Policy& policy,
@@ -377,11 +407,12 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   if constexpr (kTiles >= 4) {
     store_tile(policy, acc, row0, n, m, ring_pointer);
   } else {  // up to 16 tokens the staging measured no faster (its two barriers cost ~1%)
+    const FragmentTerms<Policy, kValues> terms(policy, row0, n, m);
 #pragma unroll
     for (int v = 0; v < kValues; ++v) {
       const std::int64_t row = row0 + gemv_wgmma::fragment_row(thread, v);
       const std::int64_t token = gemv_wgmma::fragment_token(thread, v);
-      if (row < n && token < m) policy.finish(row, token, acc[v]);
+      if (row < n && token < m) policy.output_row(token)[row] = terms.value(policy, v, acc[v]);
     }
   }
 }

@@ -26,9 +26,16 @@ struct ScaledPolicy {
   __device__ void finish(std::int64_t n, std::int64_t m, Acc total) const {
     scaled_gemv::store_output<Acc, Out>(p, n, m, total);
   }
-  // The output of channel n, token m, and the start of token m's output row.
-  __device__ Out value(std::int64_t n, std::int64_t m, Acc total) const {
-    return scaled_gemv::output_value<Acc, Out>(p, n, m, total);
+  // The factors of output row (channel) n and of token m, loaded once per thread and row or
+  // token; the output from them; the start of token m's output row.
+  using RowTerms = ChannelTerms;
+  using TokenTerms = scaled_gemv::TokenTerms;
+  __device__ RowTerms row_terms(std::int64_t n) const { return channel_terms<Acc, Out>(p, n); }
+  __device__ TokenTerms token_terms(std::int64_t m) const {
+    return scaled_gemv::token_terms<Acc>(p, m);
+  }
+  __device__ Out value(const RowTerms& row, const TokenTerms& token, Acc total) const {
+    return output_value<Acc, Out>(row, token, total);
   }
   __device__ Out* output_row(std::int64_t m) const { return static_cast<Out*>(p.d) + m * p.ldd; }
 };
