@@ -94,9 +94,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
   const double fp8_tflops = measure_cublaslt_fp8_tflops(samples);
   std::printf("ceilings: device copy %.1f GB/s (read + write), cuBLASLt FP8 8192^3 %.0f TFLOP/s\n",
               copy_gbps, fp8_tflops);
+  const double gib_read_us = measure_read_us(std::int64_t{1} << 30, device.l2_bytes, samples);
+  std::printf("read stream: 1 GiB in %.1f us (%.1f GB/s); \"rd us\" is the same stream over one "
+              "weight's bytes, \"%%rd\" its time over ours\n",
+              gib_read_us, 1073741824.0 / (gib_read_us * 1e3));
   std::printf("cuBLASLt %zu (runtime)\n", cublasLtGetVersion());
-  std::printf("%-27s %5s | %8s %6s %5s %5s | %8s %5s | %8s %5s | %8s %5s | %8s %8s %8s %5s %5s | %8s %5s\n",
-              "shape", "M", "fp8 us", "TFLOPs", "%rate", "%copy", "lt us", "x lt", "ltfa us", "x lfa",
+  std::printf("%-27s %5s | %8s %6s %5s %5s %7s %4s | %8s %5s | %8s %5s | %8s %5s | %8s %8s %8s %5s %5s | %8s %5s\n",
+              "shape", "M", "fp8 us", "TFLOPs", "%rate", "%copy", "rd us", "%rd", "lt us", "x lt", "ltfa us", "x lfa",
               "tokch us", "+%", "i8 us", "azp us", "azpt us", "+%", "+%", "lti8 us", "x lti8");
   const std::vector<std::int64_t> token_counts =
       options.quick ? std::vector<std::int64_t>{1, 4096}
@@ -117,8 +121,10 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
     fill_scales(static_cast<float*>(b_scales.get()), n, 1.0f / 256);
     fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp_adj.get()), n, -300);
     fill_scales(static_cast<float*>(scalar.get()), 4, 1.0f / 64);
+    double read_us = 0;  // measured with the shape's first selected row
     for (std::int64_t m : token_counts) {
       if (!row_selected(options.filter, s.name, m)) continue;
+      if (read_us == 0) read_us = measure_read_us(weight_bytes, device.l2_bytes, samples);
       DeviceMemory x8(m * k), xi(m * k), a_scales(m * 4), azp(m * 4), y(m * n * 2), acc(m * n * 4);
       fill_random_bytes(x8.get(), m * k, 5, 0xF7);
       fill_random_bytes(xi.get(), m * k, 6, 0xFF);
@@ -225,9 +231,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       auto ratio = [](double base, double ours) { return base > 0 ? base / ours : 0.0; };
       auto over = [](double us, double base) { return 100.0 * (us / base - 1.0); };
       const double weight_gbps = weight_bytes / (fp8_us * 1e-6) / 1e9;
-      std::printf("%-27s %5lld | %8.2f %6.0f %4.0f%% %4.0f%% | %8.2f %4.2fx | %8.2f %4.2fx | %8.2f %+4.1f | %8.2f %8.2f %8.2f %+4.1f %+4.1f | %8.2f %4.2fx\n",
+      std::printf("%-27s %5lld | %8.2f %6.0f %4.0f%% %4.0f%% %7.2f %3.0f%% | %8.2f %4.2fx | %8.2f %4.2fx | %8.2f %+4.1f | %8.2f %8.2f %8.2f %+4.1f %+4.1f | %8.2f %4.2fx\n",
                   s.name, static_cast<long long>(m), fp8_us, tflops(fp8_us), 100 * tflops(fp8_us) / fp8_tflops,
-                  100 * weight_gbps / copy_gbps, lt_us, ratio(lt_us, fp8_us), lt_fast_us, ratio(lt_fast_us, fp8_us),
+                  100 * weight_gbps / copy_gbps, read_us, 100 * read_us / fp8_us, lt_us, ratio(lt_us, fp8_us), lt_fast_us, ratio(lt_fast_us, fp8_us),
                   fp8_token_channel_us, over(fp8_token_channel_us, fp8_us), int8_us, int8_azp_us, int8_azp_token_us,
                   over(int8_azp_us, int8_us), over(int8_azp_token_us, int8_us), lt_int8_us, ratio(lt_int8_us, int8_us));
       std::printf("%33s forced fp8:", "");
@@ -241,6 +247,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                          {"fp8_per_tensor_us", fp8_us}, {"fp8_per_tensor_tflops", tflops(fp8_us)},
                          {"fp8_fraction_of_cublaslt_rate", tflops(fp8_us) / fp8_tflops},
                          {"weight_gbps", weight_gbps}, {"weight_fraction_of_copy", weight_gbps / copy_gbps},
+                         {"same_size_read_us", read_us},
                          {"fp8_per_token_channel_us", fp8_token_channel_us},
                          {"cublaslt_fp8_us", lt_us}, {"speedup_vs_cublaslt_fp8", ratio(lt_us, fp8_us)},
                          {"cublaslt_fp8_fast_accum_us", lt_fast_us},
@@ -254,6 +261,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
     }
   }
   return {{"benchmark", "gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},
+          {"read_stream_1gib_us", gib_read_us},
           {"fp8_tflops", fp8_tflops}, {"results", results}};
 }
 

@@ -46,6 +46,11 @@ int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes);
 // Device-to-device copy bandwidth, counting bytes read + written, on a buffer far beyond L2.
 double measure_copy_gbps(int samples);
 
+// The time of one launch of a plain read stream over `bytes` (16-byte loads, every SM busy,
+// nothing but an XOR per load), rotated over buffer sets beyond 2.5 x L2: the same-size floor of
+// a weight-stream kernel, including the ramp-up and tail that a 1 GiB copy amortizes.
+double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples);
+
 // A device buffer that frees itself.
 class DeviceMemory {
  public:
