@@ -3,8 +3,8 @@
 // cluster split is a legal cluster under twice K's steps, every block of the grid fits on the
 // GPU at once where a 2-stage ring allows it, the ring fits one block's shared memory, a block
 // with two or more steps has two or more stages (its steps overlap), and the split is the
-// smallest giving >= 1.5 blocks per SM. A change of the constants (stages, ring bytes) that breaks one of these
-// breaks the measured reasons for the rule (docs/perf/scaled_gemm.md).
+// smallest giving >= 1.5 blocks per SM. A change of the constants (stages, ring bytes) that
+// breaks one of these breaks the measured reasons for the rule (docs/perf/scaled_gemm.md).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -96,9 +96,6 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait_all() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
 // Waits until at most kPending committed groups are still running.
 template <int kPending>
 __device__ __forceinline__ void wgmma_wait() {
@@ -379,7 +376,7 @@ __device__ __forceinline__ void run(const Operands& op, const Policy& policy,
                             !Policy::kPromote || q > 0);
         }
         wgmma_commit();
-        wgmma_wait_all();
+        wgmma_wait<0>();
 #pragma unroll
         for (int v = 0; v < kValues; ++v) {
           fence_operand(sum[v]);
