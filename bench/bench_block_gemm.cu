@@ -44,8 +44,9 @@ std::int64_t padded_scale_count(std::int64_t rows, std::int64_t cols) {
   return ((rows + 127) / 128 * 128) * ((cols + 127) / 128 * 128);
 }
 
-double median_us(const std::function<void(int)>& launch, int sets, int samples) {
-  return time_launches(launch, sets, samples).median_ms * 1e3;
+double median_us(const std::function<void(int)>& launch, int sets, int samples,
+                 Replay replay = Replay::kStream) {
+  return time_launches(launch, sets, samples, replay).median_ms * 1e3;
 }
 
 }  // namespace
@@ -104,6 +105,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
         unsetenv("LOWBIT_BLOCK_GEMM");
       }
       DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
+      bool pdl = false;
       auto ours = [&](int set) {
         BlockFp8MmArgs args;
         args.a = TensorView::contiguous(x.get(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
@@ -113,9 +115,21 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
         args.b_scales = TensorView::contiguous(weight_scales[set]->get(), DType::kFP32, {nb, kb}, Device::kCUDA);
         args.output = TensorView::contiguous(y.get(), DType::kBF16, {m, n}, Device::kCUDA);
         if (ws_bytes > 0) args.workspace = TensorView::contiguous(workspace.get(), DType::kUInt8, {ws_bytes}, Device::kCUDA);
-        block_fp8_mm(args);
+        args.enable_pdl = pdl;
+        block_fp8_mm(args, bench_stream());
       };
       const double ours_us = median_us(ours, sets, samples);
+      // Decode as an engine runs it: replayed from a graph with programmatic dependent launch,
+      // against the same-size read stream launched the same way.
+      const bool decode = m <= 128;
+      double pdl_us = -1, read_pdl_us = -1;
+      if (decode) {
+        pdl = true;
+        pdl_us = median_us(ours, sets, samples, Replay::kGraph);
+        pdl = false;
+        read_pdl_us = measure_read_us(weight_bytes, device.l2_bytes, samples,
+                                      ReadLaunch::kGraphDependent);
+      }
       nlohmann::json per_config = nlohmann::json::object();
       std::string config_text;
       for (const char* name : configs) {
@@ -163,11 +177,14 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       const double flops = 2.0 * m * n * k;
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
       const double weight_gbps = weight_bytes / (ours_us * 1e-6) / 1e9;
-      const bool decode = m <= 128;
       std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx |%s\n", s.name,
                   static_cast<long long>(m), ours_us, tflops(ours_us), weight_gbps,
                   decode ? 100 * weight_gbps / copy_gbps : 0.0, blk_us, tflops(blk_us),
                   blk_us > 0 ? blk_us / ours_us : 0.0, pt_us, tflops(pt_us), pt_us > 0 ? pt_us / ours_us : 0.0, config_text.c_str());
+      if (decode) {
+        std::printf("%28s graph + PDL: %.2f us (%.1f%% copy); read stream graph + PDL %.2f us\n", "",
+                    pdl_us, 100 * weight_bytes / (pdl_us * 1e3) / copy_gbps, read_pdl_us);
+      }
       std::fflush(stdout);
       results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"forced_config_us", per_config},
                          {"cublaslt_block_orientation", blk_orientation},
@@ -178,6 +195,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
                          {"speedup_vs_cublaslt_block", blk_us > 0 ? blk_us / ours_us : 0.0},
                          {"cublaslt_per_tensor_us", pt_us}, {"cublaslt_per_tensor_tflops", tflops(pt_us)},
                          {"ratio_vs_cublaslt_per_tensor", pt_us > 0 ? pt_us / ours_us : 0.0},
+                         {"graph_pdl_us", pdl_us}, {"graph_pdl_same_size_read_us", read_pdl_us},
                          {"a_scale_layout", scale_layout_name(layout)}, {"rotation_sets", sets}});
     }
   }

@@ -62,15 +62,21 @@ __global__ void dequantize_int32_kernel(const int4* __restrict__ acc, const floa
   }
 }
 
-// Times every launch in `rounds` interleaved rounds and returns each one's median over the
+struct Variant {
+  std::function<void(int set)> launch;
+  Replay replay = Replay::kStream;
+};
+
+// Times every variant in `rounds` interleaved rounds and returns each one's median over the
 // rounds' medians (us): neighbouring variants see the same clocks and temperature, so a few
 // percent between them is not the GPU warming up between one measurement and the next.
-std::vector<double> interleaved_median_us(const std::vector<std::function<void(int)>>& launches,
-                                          int sets, int samples, int rounds) {
-  std::vector<std::vector<double>> per_round(launches.size());
+std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, int sets,
+                                          int samples, int rounds) {
+  std::vector<std::vector<double>> per_round(variants.size());
   for (int round = 0; round < rounds; ++round) {
-    for (std::size_t i = 0; i < launches.size(); ++i) {
-      per_round[i].push_back(time_launches(launches[i], sets, samples).median_ms * 1e3);
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const Variant& v = variants[i];
+      per_round[i].push_back(time_launches(v.launch, sets, samples, v.replay).median_ms * 1e3);
     }
   }
   std::vector<double> medians;
@@ -119,17 +125,25 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
     }
     DeviceMemory b_scales(n * 4), azp_adj(n * 4), scalar(16);
     fill_scales(static_cast<float*>(b_scales.get()), n, 1.0f / 256);
-    fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp_adj.get()), n, -300);
+    fill_ints_kernel<<<64, 256, 0, bench_stream()>>>(static_cast<std::int32_t*>(azp_adj.get()), n, -300);
     fill_scales(static_cast<float*>(scalar.get()), 4, 1.0f / 64);
-    double read_us = 0;  // measured with the shape's first selected row
+    // The read floors, measured with the shape's first selected row (graph ones with its first
+    // decode row).
+    double read_us = 0, read_graph_us = 0, read_dependent_us = 0;
     for (std::int64_t m : token_counts) {
       if (!row_selected(options.filter, s.name, m)) continue;
       if (read_us == 0) read_us = measure_read_us(weight_bytes, device.l2_bytes, samples);
+      const bool decode = m <= 64;
+      if (decode && read_graph_us == 0) {
+        read_graph_us = measure_read_us(weight_bytes, device.l2_bytes, samples, ReadLaunch::kGraph);
+        read_dependent_us = measure_read_us(weight_bytes, device.l2_bytes, samples,
+                                            ReadLaunch::kGraphDependent);
+      }
       DeviceMemory x8(m * k), xi(m * k), a_scales(m * 4), azp(m * 4), y(m * n * 2), acc(m * n * 4);
       fill_random_bytes(x8.get(), m * k, 5, 0xF7);
       fill_random_bytes(xi.get(), m * k, 6, 0xFF);
       fill_scales(static_cast<float*>(a_scales.get()), m, 1.0f / 64);
-      fill_ints_kernel<<<64, 256>>>(static_cast<std::int32_t*>(azp.get()), m, -8);
+      fill_ints_kernel<<<64, 256, 0, bench_stream()>>>(static_cast<std::int32_t*>(azp.get()), m, -8);
       check(cudaGetLastError(), "fill");
       std::int64_t ws_bytes = 0;
       for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
@@ -142,7 +156,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       }
       DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
       const Device cuda = Device::kCUDA;
-      auto run_ours = [&](int set, bool int8, bool per_token, ScaledMmEpilogue epilogue) {
+      auto run_ours = [&](int set, bool int8, bool per_token, ScaledMmEpilogue epilogue,
+                          bool pdl) {
         ScaledMmArgs args;
         const DType ab = int8 ? DType::kInt8 : DType::kFP8E4M3;
         args.a = TensorView::contiguous(int8 ? xi.get() : x8.get(), ab, {m, k}, cuda);
@@ -159,16 +174,19 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
         }
         args.output = TensorView::contiguous(y.get(), DType::kBF16, {m, n}, cuda);
         args.workspace = TensorView::contiguous(workspace.get(), DType::kUInt8, {std::max<std::int64_t>(ws_bytes, 256)}, cuda);
-        scaled_mm(args);
+        args.enable_pdl = pdl;
+        scaled_mm(args, bench_stream());
       };
       // Every variant of this shape, timed in interleaved rounds.
-      std::vector<std::function<void(int)>> launches;
-      auto ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue, const char* config) {
-        launches.push_back([&, int8, per_token, epilogue, config](int set) {
-          if (config != nullptr) setenv("LOWBIT_SCALED_GEMM", config, 1);
-          run_ours(set, int8, per_token, epilogue);
-          if (config != nullptr) unsetenv("LOWBIT_SCALED_GEMM");
-        });
+      std::vector<Variant> launches;
+      auto ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue, const char* config,
+                      Replay replay = Replay::kStream, bool pdl = false) {
+        launches.push_back({[&, int8, per_token, epilogue, config, pdl](int set) {
+                              if (config != nullptr) setenv("LOWBIT_SCALED_GEMM", config, 1);
+                              run_ours(set, int8, per_token, epilogue, pdl);
+                              if (config != nullptr) unsetenv("LOWBIT_SCALED_GEMM");
+                            },
+                            replay});
         return launches.size() - 1;
       };
       const std::size_t fp8_at = ours(false, false, ScaledMmEpilogue::kScaled, nullptr);
@@ -176,6 +194,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const std::size_t int8_at = ours(true, true, ScaledMmEpilogue::kScaled, nullptr);
       const std::size_t int8_azp_at = ours(true, true, ScaledMmEpilogue::kScaledAzp, nullptr);
       const std::size_t int8_azp_token_at = ours(true, true, ScaledMmEpilogue::kScaledAzpPerToken, nullptr);
+      // Decode as an engine runs it: the fp8 launches replayed from a graph, without and with
+      // programmatic dependent launch (each launch's weights stream while the previous drains).
+      std::size_t fp8_graph_at = 0, fp8_pdl_at = 0;
+      if (decode) {
+        fp8_graph_at = ours(false, false, ScaledMmEpilogue::kScaled, nullptr, Replay::kGraph);
+        fp8_pdl_at = ours(false, false, ScaledMmEpilogue::kScaled, nullptr, Replay::kGraph, true);
+      }
       // The GEMVs hold at most 32 tokens, the TMA-fed one 64 (forced beyond that they would run
       // the default).
       std::vector<const char*> configs = {"large128x128", "medium64x128", "decode_swap_ab"};
@@ -193,25 +218,30 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const auto* one = static_cast<const float*>(scalar.get());
       std::unique_ptr<CublasLtFp8Gemm> lt, lt_fast;
       std::unique_ptr<CublasLtInt8Gemm> lt8;
-      std::size_t lt_at = 0, lt_fast_at = 0, lt8_at = 0;
+      std::size_t lt_at = 0, lt_fast_at = 0, lt8_at = 0, lt_graph_at = 0;
       try {
         lt = std::make_unique<CublasLtFp8Gemm>(m, n, k, false, true, one, one, false);
         lt_fast = std::make_unique<CublasLtFp8Gemm>(m, n, k, false, true, one, one, true);
-        launches.push_back([&](int set) { lt->run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); });
+        auto run_lt = [&](int set) { lt->run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); };
+        launches.push_back({run_lt});
         lt_at = launches.size() - 1;
-        launches.push_back([&](int set) { lt_fast->run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); });
+        launches.push_back({[&](int set) { lt_fast->run(fp8_weights[set]->get(), one, x8.get(), one, y.get()); }});
         lt_fast_at = launches.size() - 1;
+        if (decode) {
+          launches.push_back({run_lt, Replay::kGraph});
+          lt_graph_at = launches.size() - 1;
+        }
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt FP8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
       }
       try {
         lt8 = std::make_unique<CublasLtInt8Gemm>(m, n, k);
-        launches.push_back([&](int set) {
+        launches.push_back({[&](int set) {
           lt8->run(int8_weights[set]->get(), xi.get(), acc.get());
-          dequantize_int32_kernel<<<4 * device.sm_count, 256>>>(
+          dequantize_int32_kernel<<<4 * device.sm_count, 256, 0, bench_stream()>>>(
               static_cast<const int4*>(acc.get()), static_cast<const float*>(a_scales.get()),
               static_cast<const float*>(b_scales.get()), m, n, static_cast<__nv_bfloat162*>(y.get()));
-        });
+        }});
         lt8_at = launches.size() - 1;
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
@@ -222,6 +252,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       const double int8_azp_token_us = us[int8_azp_token_at];
       const double lt_us = lt ? us[lt_at] : -1, lt_fast_us = lt ? us[lt_fast_at] : -1;
       const double lt_int8_us = lt8 ? us[lt8_at] : -1;
+      const double fp8_graph_us = decode ? us[fp8_graph_at] : -1;
+      const double fp8_pdl_us = decode ? us[fp8_pdl_at] : -1;
+      const double lt_graph_us = decode && lt ? us[lt_graph_at] : -1;
       nlohmann::json per_config = nlohmann::json::object(), int8_per_config = nlohmann::json::object();
       for (std::size_t c = 0; c < config_at.size(); ++c) per_config[configs[c]] = us[config_at[c]];
       for (std::size_t c = 0; c < int8_config_at.size(); ++c) int8_per_config[int8_configs[c]] = us[int8_config_at[c]];
@@ -236,6 +269,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                   100 * weight_gbps / copy_gbps, read_us, 100 * read_us / fp8_us, lt_us, ratio(lt_us, fp8_us), lt_fast_us, ratio(lt_fast_us, fp8_us),
                   fp8_token_channel_us, over(fp8_token_channel_us, fp8_us), int8_us, int8_azp_us, int8_azp_token_us,
                   over(int8_azp_us, int8_us), over(int8_azp_token_us, int8_us), lt_int8_us, ratio(lt_int8_us, int8_us));
+      if (decode) {
+        std::printf("%33s graph replay: fp8 %.2f us (%.0f%% copy), with PDL %.2f us (%.0f%% copy, "
+                    "%.2fx cuBLASLt graph %.2f us); read stream graph %.2f, PDL %.2f us\n",
+                    "", fp8_graph_us, 100 * weight_bytes / (fp8_graph_us * 1e3) / copy_gbps,
+                    fp8_pdl_us, 100 * weight_bytes / (fp8_pdl_us * 1e3) / copy_gbps,
+                    ratio(lt_graph_us, fp8_pdl_us), lt_graph_us, read_graph_us, read_dependent_us);
+      }
       std::printf("%33s forced fp8:", "");
       for (std::size_t c = 0; c < config_at.size(); ++c) std::printf(" %s=%.2f", configs[c], us[config_at[c]]);
       if (!int8_configs.empty()) std::printf(" | int8:");
@@ -257,6 +297,11 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                          {"cublaslt_int8_plus_dequant_us", lt_int8_us},
                          {"speedup_vs_cublaslt_int8", ratio(lt_int8_us, int8_us)},
                          {"fp8_forced_config_us", per_config},
+                         {"graph_fp8_per_tensor_us", fp8_graph_us},
+                         {"graph_pdl_fp8_per_tensor_us", fp8_pdl_us},
+                         {"graph_cublaslt_fp8_us", lt_graph_us},
+                         {"graph_same_size_read_us", decode ? read_graph_us : -1},
+                         {"graph_pdl_same_size_read_us", decode ? read_dependent_us : -1},
                          {"int8_forced_config_us", int8_per_config}});
     }
   }

@@ -102,8 +102,9 @@ struct Measured {
   double us, gbps;
 };
 
-Measured measure(const std::function<void(int)>& launch, int sets, int samples, double bytes) {
-  const Timing t = time_launches(launch, sets, samples);
+Measured measure(const std::function<void(int)>& launch, int sets, int samples, double bytes,
+                 Replay replay = Replay::kStream) {
+  const Timing t = time_launches(launch, sets, samples, replay);
   return {t.median_ms * 1e3, bytes / (t.median_ms * 1e-3) / 1e9};
 }
 
@@ -167,20 +168,32 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         auto yv = [&](int s) {
           return TensorView::contiguous(y.get(), DType::kBF16, {sets[s].rows, n}, Device::kCUDA);
         };
-        const Measured dense = measure(
-            [&](int s) {
-              nvfp4_gemv({xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)});
-            },
-            count, samples, weight_bytes + io_bytes);
-        const double read_us = measure_read_us(static_cast<std::int64_t>(weight_bytes + io_bytes),
-                                               device.l2_bytes, samples);
+        bool pdl = false;
+        auto run_dense = [&](int s) {
+          Nvfp4GemvArgs args{xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)};
+          args.enable_pdl = pdl;
+          nvfp4_gemv(args, bench_stream());
+        };
+        auto run_sparse = [&](int s) {
+          Nvfp4Sparse24GemvArgs args{xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
+                                     view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)};
+          args.enable_pdl = pdl;
+          nvfp4_sparse24_gemv(args, bench_stream());
+        };
         const double sparse_weight_bytes = static_cast<double>(active) * (codes / 4 + codes / 8 + codes / 16);
-        const Measured sparse = measure(
-            [&](int s) {
-              nvfp4_sparse24_gemv({xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
-                                   view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)});
-            },
-            count, samples, sparse_weight_bytes + io_bytes);
+        const Measured dense = measure(run_dense, count, samples, weight_bytes + io_bytes);
+        const std::int64_t dense_bytes = static_cast<std::int64_t>(weight_bytes + io_bytes);
+        const double read_us = measure_read_us(dense_bytes, device.l2_bytes, samples);
+        const Measured sparse = measure(run_sparse, count, samples, sparse_weight_bytes + io_bytes);
+        // MoE decode as an engine runs it: replayed from a graph with programmatic dependent
+        // launch (the routing is the previous kernel's output, so only the launch overlaps it).
+        pdl = true;
+        const Measured dense_pdl = measure(run_dense, count, samples, weight_bytes + io_bytes, Replay::kGraph);
+        const Measured sparse_pdl =
+            measure(run_sparse, count, samples, sparse_weight_bytes + io_bytes, Replay::kGraph);
+        pdl = false;
+        const double read_pdl_us =
+            measure_read_us(dense_bytes, device.l2_bytes, samples, ReadLaunch::kGraphDependent);
         // cuBLASLt bf16: the active experts' weights in bf16, m tokens each.
         const std::int64_t per_expert = (sets[0].rows + active - 1) / active;
         const double bf16_bytes = static_cast<double>(active) * codes * 2;
@@ -202,6 +215,10 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
                     read_us, 100 * read_us / dense.us, sparse.us, sparse.gbps, 100 * sparse.gbps / copy_gbps,
                     dense.us / sparse.us, bf16.us,
                     bf16.gbps, 100 * bf16.gbps / copy_gbps, bf16.us / dense.us);
+        std::printf("%36s graph + PDL: dense %.2f us (%.1f%% copy; read stream %.2f us), 2:4 %.2f us "
+                    "(%.2fx dense)\n",
+                    "", dense_pdl.us, 100 * dense_pdl.gbps / copy_gbps, read_pdl_us, sparse_pdl.us,
+                    dense_pdl.us / sparse_pdl.us);
         std::fflush(stdout);
         results.push_back({{"model", m.name}, {"projection", gate_up ? "gate_up" : "down"},
                            {"n", n}, {"k", k}, {"tokens", tokens}, {"top_k", m.top_k},
@@ -214,7 +231,12 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
                            {"sparse24_speedup_vs_dense", dense.us / sparse.us},
                            {"cublaslt_bf16_us", bf16.us}, {"cublaslt_bf16_gbps", bf16.gbps},
                            {"cublaslt_bf16_tokens_per_expert", per_expert},
-                           {"dense_speedup_vs_cublaslt_bf16", bf16.us / dense.us}});
+                           {"dense_speedup_vs_cublaslt_bf16", bf16.us / dense.us},
+                           {"graph_pdl_dense_us", dense_pdl.us},
+                           {"graph_pdl_dense_fraction_of_copy", dense_pdl.gbps / copy_gbps},
+                           {"graph_pdl_same_size_read_us", read_pdl_us},
+                           {"graph_pdl_sparse24_us", sparse_pdl.us},
+                           {"graph_pdl_sparse24_speedup_vs_dense", dense_pdl.us / sparse_pdl.us}});
       }
     }
   }

@@ -71,7 +71,8 @@ void CublasLtPlan::matmul(const void* a, const void* b, void* d) const {
   const void* alpha = int32_compute_ ? static_cast<const void*>(&one_i) : &one;
   const void* beta = int32_compute_ ? static_cast<const void*>(&zero_i) : &zero;
   check_lt(cublasLtMatmul(handle_, desc_, alpha, a, a_, b, b_, beta, d, d_, d, d_, &heuristic_.algo,
-                          workspace_->get(), kWorkspaceBytes, nullptr), "cublasLtMatmul");
+                          workspace_->get(), kWorkspaceBytes, bench_stream()),
+           "cublasLtMatmul");
 }
 
 CublasLtBf16Gemm::CublasLtBf16Gemm(std::int64_t m, std::int64_t n, std::int64_t k,

@@ -19,30 +19,57 @@ DeviceInfo device_info() {
           static_cast<std::int64_t>(prop.totalGlobalMem)};
 }
 
-Timing time_launches(const std::function<void(int)>& launch, int sets, int samples) {
+cudaStream_t bench_stream() {
+  static const cudaStream_t stream = [] {
+    cudaStream_t created = nullptr;
+    check(cudaStreamCreate(&created), "cudaStreamCreate");
+    return created;
+  }();
+  return stream;
+}
+
+Timing time_launches(const std::function<void(int)>& launch, int sets, int samples,
+                     Replay replay) {
+  const cudaStream_t stream = bench_stream();
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
   int next = 0;
-  auto batch = [&](int launches) {
-    check(cudaEventRecord(start), "cudaEventRecord");
+  auto issue = [&](int launches) {
     for (int i = 0; i < launches; ++i) {
       launch(next);
       next = (next + 1) % sets;
     }
-    check(cudaEventRecord(stop), "cudaEventRecord");
+  };
+  auto timed = [&](const std::function<void()>& work) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    work();
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
     check(cudaEventSynchronize(stop), "cudaEventSynchronize");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     return static_cast<double>(ms);
   };
   // Warm-up (module load, clocks), then size the batch from one timed launch.
-  batch(3);
-  const double one = std::max(batch(1), 1e-4);
+  timed([&] { issue(3); });
+  const double one = std::max(timed([&] { issue(1); }), 1e-4);
   const int launches = std::clamp(static_cast<int>(0.2 / one), 1, 200);
+  std::function<void()> batch = [&] { issue(launches); };
+  cudaGraphExec_t graph_exec = nullptr;
+  if (replay == Replay::kGraph) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    issue(launches);
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
+    check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    batch = [&] { check(cudaGraphLaunch(graph_exec, stream), "cudaGraphLaunch"); };
+    timed(batch);  // the graph's first upload
+  }
   std::vector<double> per_launch;
-  for (int s = 0; s < samples; ++s) per_launch.push_back(batch(launches) / launches);
+  for (int s = 0; s < samples; ++s) per_launch.push_back(timed(batch) / launches);
   check(cudaGetLastError(), "kernel launch");
+  if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   std::sort(per_launch.begin(), per_launch.end());
@@ -66,7 +93,8 @@ double measure_copy_gbps(int samples) {
   check(cudaMemset(source.get(), 1, bytes), "cudaMemset");
   const Timing timing = time_launches(
       [&](int) {
-        check(cudaMemcpyAsync(destination.get(), source.get(), bytes, cudaMemcpyDeviceToDevice),
+        check(cudaMemcpyAsync(destination.get(), source.get(), bytes, cudaMemcpyDeviceToDevice,
+                              bench_stream()),
               "cudaMemcpyAsync");
       },
       1, samples);
@@ -75,8 +103,10 @@ double measure_copy_gbps(int samples) {
 
 namespace {
 // Each thread XORs its 16-byte vectors (4 independent loads in flight per iteration) and writes
-// one word per block, so that no load is removed.
+// one word per block, so that no load is removed. Under programmatic dependent launch only that
+// write waits for the previous launch.
 __global__ void read_stream_kernel(const uint4* data, std::int64_t vectors, unsigned* sink) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   uint4 sum = make_uint4(0, 0, 0, 0);
@@ -92,11 +122,12 @@ __global__ void read_stream_kernel(const uint4* data, std::int64_t vectors, unsi
     sum.x ^= v.x, sum.y ^= v.y, sum.z ^= v.z, sum.w ^= v.w;
   }
   const unsigned word = sum.x ^ sum.y ^ sum.z ^ sum.w;
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   if (word == 0x9E3779B9u) sink[blockIdx.x] = word;  // almost never: keeps the loads live
 }
 }  // namespace
 
-double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples) {
+double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples, ReadLaunch how) {
   const std::int64_t vectors = (bytes + 15) / 16;
   const int sets = rotation_sets(vectors * 16, l2_bytes);
   DeviceMemory data(static_cast<std::size_t>(vectors * 16 * sets)), sink(4096 * 4);
@@ -105,12 +136,23 @@ double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples) {
   check(cudaGetDevice(&device), "cudaGetDevice");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "sm count");
   const int blocks = std::min(4096, sms * 8);
+  cudaLaunchAttribute dependent;
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
   const Timing timing = time_launches(
       [&](int set) {
-        read_stream_kernel<<<blocks, 256>>>(static_cast<const uint4*>(data.get()) + set * vectors,
-                                             vectors, static_cast<unsigned*>(sink.get()));
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(blocks);
+        config.blockDim = dim3(256);
+        config.stream = bench_stream();
+        config.attrs = &dependent;
+        config.numAttrs = how == ReadLaunch::kGraphDependent ? 1 : 0;
+        check(cudaLaunchKernelEx(&config, read_stream_kernel,
+                                 static_cast<const uint4*>(data.get()) + set * vectors, vectors,
+                                 static_cast<unsigned*>(sink.get())),
+              "read stream launch");
       },
-      sets, samples);
+      sets, samples, how == ReadLaunch::kStream ? Replay::kStream : Replay::kGraph);
   return timing.median_ms * 1e3;
 }
 

@@ -35,10 +35,20 @@ struct Timing {
   int launches_per_sample = 0;
 };
 
-// Times launch(set) where set cycles over [0, sets). Each sample times enough back-to-back
-// launches to cover ~0.2 ms, so tiny kernels are measured as a stream of launches (what an
-// engine sees under graph replay) rather than event resolution.
-Timing time_launches(const std::function<void(int set)>& launch, int sets, int samples);
+// The stream the benchmarks launch on (graphs cannot capture the legacy default stream). It is
+// a blocking stream, so work on the default stream still orders with it.
+cudaStream_t bench_stream();
+
+// How a batch of launches is issued: one by one to bench_stream(), or captured once into a CUDA
+// graph that is replayed, as an engine replays its decode step (shorter gaps between kernels;
+// launches with programmatic dependent launch become programmatic edges).
+enum class Replay { kStream, kGraph };
+
+// Times launch(set) where set cycles over [0, sets); launch must issue its work to
+// bench_stream(). Each sample times enough back-to-back launches to cover ~0.2 ms, so tiny
+// kernels are measured as a stream of launches rather than at event resolution.
+Timing time_launches(const std::function<void(int set)>& launch, int sets, int samples,
+                     Replay replay = Replay::kStream);
 
 // Buffer sets needed so `bytes_per_set * sets` exceeds 2.5 x L2.
 int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes);
@@ -46,10 +56,17 @@ int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes);
 // Device-to-device copy bandwidth, counting bytes read + written, on a buffer far beyond L2.
 double measure_copy_gbps(int samples);
 
+// How the read stream below is launched: one by one (kStream), replayed from a graph (kGraph),
+// or replayed with programmatic dependent launch, each launch starting as the previous one
+// drains, since its reads depend on no earlier kernel (kGraphDependent: the floor of a weight
+// stream whose kernels overlap their neighbours' tails).
+enum class ReadLaunch { kStream, kGraph, kGraphDependent };
+
 // The time of one launch of a plain read stream over `bytes` (16-byte loads, every SM busy,
 // nothing but an XOR per load), rotated over buffer sets beyond 2.5 x L2: the same-size floor of
 // a weight-stream kernel, including the ramp-up and tail that a 1 GiB copy amortizes.
-double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples);
+double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples,
+                       ReadLaunch how = ReadLaunch::kStream);
 
 // A device buffer that frees itself.
 class DeviceMemory {

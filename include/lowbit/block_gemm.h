@@ -50,6 +50,10 @@ struct BlockFp8MmArgs {
   // CUDA only: device memory of at least block_fp8_mm_workspace_bytes(...) bytes when that is
   // non-zero (stream-K partial sums for shapes with few output tiles). Host: unused.
   TensorView workspace;
+  // Programmatic dependent launch (sm_90): the decode kernels may start while the stream's
+  // previous kernel finishes, reading only the weight b before it has (docs/block_gemm.md).
+  // That kernel must not write b. Other kernels launch normally.
+  bool enable_pdl = false;
 };
 // Workspace bytes the CUDA path needs for this problem on the current device (0 for many
 // shapes). Depends on M, N, K, the scale layout and the output dtype only.

@@ -98,6 +98,9 @@ struct Nvfp4GemvArgs {
   TensorView global_scales;  // [E] fp32
   TensorView output;         // [P, N] bf16, unit column stride
   std::optional<Nvfp4MoeRouting> routing;
+  // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
+  // previous kernel finishes; they read nothing before it has (docs/nvfp4.md).
+  bool enable_pdl = false;
 };
 void nvfp4_gemv(const Nvfp4GemvArgs& args, cudaStream_t stream = nullptr);
 
@@ -110,6 +113,9 @@ struct Nvfp4Sparse24GemvArgs {
   TensorView global_scales;  // [E] fp32
   TensorView output;         // [P, N] bf16
   std::optional<Nvfp4MoeRouting> routing;
+  // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
+  // previous kernel finishes; they read nothing before it has (docs/nvfp4.md).
+  bool enable_pdl = false;
 };
 void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args, cudaStream_t stream = nullptr);
 

@@ -31,6 +31,10 @@ struct ScaledMmArgs {
   // CUDA only: device memory of at least scaled_mm_workspace_bytes(...) bytes when that is
   // non-zero (stream-K partial sums for decode shapes). Host: unused.
   TensorView workspace;
+  // Programmatic dependent launch (sm_90): the decode kernels may start while the stream's
+  // previous kernel finishes, reading only the weight b before it has (docs/scaled_gemm.md).
+  // That kernel must not write b. Other kernels launch normally.
+  bool enable_pdl = false;
 };
 
 ScaledMmEpilogue scaled_mm_epilogue(const ScaledMmArgs& args);

@@ -34,13 +34,16 @@ def block_fp8_dequantize_weight(q, scales, *, dtype="bf16", out=None, stream=Non
 
 
 def block_fp8_mm(a, a_scales, b, b_scales, *, a_scale_layout="row_major", out_dtype="bf16",
-                 out=None, workspace=None, stream=None):
+                 out=None, workspace=None, stream=None, enable_pdl=False):
     """C [M, N] = sum over 128-deep k-blocks of As[m, kb] * Bs[n/128, kb] * (A . B) on that block.
 
     a: [M, K] fp8_e4m3fn with a_scales fp32 in `a_scale_layout` (row_major [M, K/128],
     column_major [K/128, M], column_major_tma_aligned [K/128, round_up(M, 4)]), as
     per_token_group_quant(group_size=128) writes them. b: [N, K] fp8_e4m3fn with b_scales
     [ceil(N/128), ceil(K/128)] fp32. K must be a multiple of 16. Output bf16 or fp32.
+    enable_pdl: launch the decode kernels with programmatic dependent launch (sm_90), so they
+    may start while the stream's previous kernel finishes; only b is read before that kernel
+    has finished, so it must not write b.
     """
     m, k = a.shape
     n = b.shape[0]
@@ -51,5 +54,5 @@ def block_fp8_mm(a, a_scales, b, b_scales, *, a_scale_layout="row_major", out_dt
         if size > 0:
             workspace = empty(a, (size,), "uint8")
     _lowbit.block_fp8_mm(as_dlpack(a), a_scales, a_scale_layout, as_dlpack(b), b_scales,
-                         as_dlpack(c), workspace, stream_for(a, stream))
+                         as_dlpack(c), workspace, stream_for(a, stream), enable_pdl)
     return c

@@ -6,7 +6,7 @@ from ._arrays import as_dlpack, dtype_name, empty, is_cuda, stream_for
 
 
 def scaled_mm(a, b, a_scales, b_scales, *, bias=None, azp_adj=None, azp=None, out_dtype="bf16",
-              out=None, workspace=None, stream=None):
+              out=None, workspace=None, stream=None, enable_pdl=False):
     """D [M, N] = s_a * s_b * (A . B^T - azp (x) azp_adj) + bias, one rounding to the output.
 
     a: [M, K] and b: [N, K] (weights K-major), both fp8_e4m3fn or both int8. a_scales fp32 [1]
@@ -15,6 +15,9 @@ def scaled_mm(a, b, a_scales, b_scales, *, bias=None, azp_adj=None, azp=None, ou
     z_a * colsum(B) for a per-tensor zero point, or colsum(B) together with azp [M] int32 per-token
     zero points; see scaled_mm_azp_adjustment). Output bf16 or fp16. On CUDA, K must be a
     multiple of 16 and N of 8, with 16-byte aligned rows.
+    enable_pdl: launch the decode kernels with programmatic dependent launch (sm_90), so they
+    may start while the stream's previous kernel finishes; only b is read before that kernel
+    has finished, so it must not write b.
     """
     m, k = a.shape
     n = b.shape[0]
@@ -27,7 +30,7 @@ def scaled_mm(a, b, a_scales, b_scales, *, bias=None, azp_adj=None, azp=None, ou
             workspace = empty(a, (size,), "uint8")
     _lowbit.scaled_mm(as_dlpack(a), as_dlpack(b), a_scales, b_scales,
                       None if bias is None else as_dlpack(bias), azp_adj, azp, as_dlpack(c),
-                      workspace, stream_for(a, stream))
+                      workspace, stream_for(a, stream), enable_pdl)
     return c
 
 

@@ -240,8 +240,9 @@ NB_MODULE(_lowbit, m) {
         });
   m.def("block_fp8_mm",
         [](Typed a, Array a_scales, const std::string& layout, Typed b, Array b_scales,
-           Typed output, std::optional<Array> workspace, std::uintptr_t stream) {
+           Typed output, std::optional<Array> workspace, std::uintptr_t stream, bool enable_pdl) {
           lowbit::BlockFp8MmArgs args;
+          args.enable_pdl = enable_pdl;
           args.a = view_of(a, "a");
           args.a_scales = view_of(a_scales, "a_scales", "");
           args.a_scale_layout = layout_from_name(layout);
@@ -262,8 +263,9 @@ NB_MODULE(_lowbit, m) {
   m.def("scaled_mm",
         [](Typed a, Typed b, Array a_scales, Array b_scales, std::optional<Typed> bias,
            std::optional<Array> azp_adj, std::optional<Array> azp, Typed output,
-           std::optional<Array> workspace, std::uintptr_t stream) {
+           std::optional<Array> workspace, std::uintptr_t stream, bool enable_pdl) {
           lowbit::ScaledMmArgs args;
+          args.enable_pdl = enable_pdl;
           args.a = view_of(a, "a");
           args.b = view_of(b, "b");
           args.a_scales = view_of(a_scales, "a_scales", "");
@@ -346,8 +348,9 @@ NB_MODULE(_lowbit, m) {
         });
   m.def("nvfp4_gemv",
         [](Typed x, Array packed, Typed block_scales, Array global_scales, Typed output,
-           std::optional<std::vector<Array>> routing, std::uintptr_t stream) {
+           std::optional<std::vector<Array>> routing, std::uintptr_t stream, bool enable_pdl) {
           lowbit::Nvfp4GemvArgs args;
+          args.enable_pdl = enable_pdl;
           args.x = view_of(x, "x");
           args.packed = view_of(packed, "packed", "");
           args.block_scales = view_of(block_scales, "block_scales");
@@ -358,8 +361,10 @@ NB_MODULE(_lowbit, m) {
         });
   m.def("nvfp4_sparse24_gemv",
         [](Typed x, Array values, Array indices, Typed block_scales, Array global_scales,
-           Typed output, std::optional<std::vector<Array>> routing, std::uintptr_t stream) {
+           Typed output, std::optional<std::vector<Array>> routing, std::uintptr_t stream,
+           bool enable_pdl) {
           lowbit::Nvfp4Sparse24GemvArgs args;
+          args.enable_pdl = enable_pdl;
           args.x = view_of(x, "x");
           args.values = view_of(values, "values", "");
           args.indices = view_of(indices, "indices", "");

@@ -170,6 +170,7 @@ cuda::BlockFp8GemmProblem problem_of(const BlockFp8MmArgs& args, const MmShape& 
   p.ldd = s.m > 1 ? args.output.strides[0] : s.n;
   p.d_dtype = args.output.dtype;
   p.sm_count = cuda::current_device_sm_count("block_fp8_mm");
+  p.dependent_launch = args.enable_pdl;
   return p;
 }
 

@@ -148,7 +148,8 @@ cuda::Nvfp4GemvParams gemv_params(const GemvShape& shape, const TensorView& x,
                                   const TensorView& weights, const TensorView& indices,
                                   const TensorView& scales, const TensorView& global_scales,
                                   const TensorView& output,
-                                  const std::optional<Nvfp4MoeRouting>& routing) {
+                                  const std::optional<Nvfp4MoeRouting>& routing,
+                                  bool enable_pdl) {
   return {static_cast<const std::uint16_t*>(x.data),
           x.shape[0],
           x.strides[0],
@@ -165,7 +166,8 @@ cuda::Nvfp4GemvParams gemv_params(const GemvShape& shape, const TensorView& x,
           routing ? static_cast<const std::int32_t*>(routing->expert_ids.data) : nullptr,
           routing ? static_cast<const std::int32_t*>(routing->slot_offsets.data) : nullptr,
           routing ? static_cast<const std::int32_t*>(routing->token_ids.data) : nullptr,
-          routing ? routing->expert_ids.numel() : 1};
+          routing ? routing->expert_ids.numel() : 1,
+          enable_pdl};
 }
 }  // namespace
 #endif
@@ -178,7 +180,8 @@ void nvfp4_gemv(const Nvfp4GemvArgs& args, cudaStream_t stream) {
   if (args.x.device == Device::kCPU) return reference::nvfp4_gemv(args);
 #if LOWBIT_WITH_CUDA
   cuda::launch_nvfp4_gemv(gemv_params(shape, args.x, args.packed, TensorView{}, args.block_scales,
-                                      args.global_scales, args.output, args.routing),
+                                      args.global_scales, args.output, args.routing,
+                                      args.enable_pdl),
                           stream);
 #else
   (void)stream;
@@ -198,7 +201,8 @@ void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args, cudaStream_t stream)
 #if LOWBIT_WITH_CUDA
   check.aligned("indices", args.indices, 16);
   cuda::launch_nvfp4_gemv(gemv_params(shape, args.x, args.values, args.indices, args.block_scales,
-                                      args.global_scales, args.output, args.routing),
+                                      args.global_scales, args.output, args.routing,
+                                      args.enable_pdl),
                           stream);
 #else
   (void)stream;

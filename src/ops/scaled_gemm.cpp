@@ -154,6 +154,7 @@ cuda::ScaledGemmProblem problem_of(const ScaledMmArgs& args, const MmShape& s) {
   p.ldd = s.m > 1 ? args.output.strides[0] : s.n;
   p.d_dtype = args.output.dtype;
   p.sm_count = cuda::current_device_sm_count("scaled_mm");
+  p.dependent_launch = args.enable_pdl;
   return p;
 }
 #endif

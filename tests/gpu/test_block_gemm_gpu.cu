@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/device_buffer.cuh"
+#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/block_gemm.h"
 #include "lowbit/formats.h"
@@ -106,16 +107,27 @@ std::vector<float> scales_in_layout(const Problem& p, ScaleLayout layout) {
 }
 
 
-// Runs block_fp8_mm on the device; NaN-poisoned output; returns the output as float.
-std::vector<float> run_gpu(const Problem& p, ScaleLayout layout, DType out_dtype, cudaStream_t stream = nullptr) {
+// Runs block_fp8_mm on the device; NaN-poisoned output; returns the output as float. With
+// `late_inputs`, A and As hold other values until a kernel that lets block_fp8_mm start at once
+// (enable_pdl) writes them 50 us later.
+std::vector<float> run_gpu(const Problem& p, ScaleLayout layout, DType out_dtype, cudaStream_t stream = nullptr,
+                           bool late_inputs = false) {
   const std::vector<float> scales = scales_in_layout(p, layout);
   const ScaleShape shape = scale_storage_shape(layout, p.m, p.k_blocks * 128, 128);
   DeviceBuffer a(p.a.size()), b(p.b.size()), as(scales.size() * 4), bs(p.bs.size() * 4);
+  DeviceBuffer late_a(late_inputs ? p.a.size() : 0), late_as(late_inputs ? scales.size() * 4 : 0);
   const std::size_t out_bytes = static_cast<std::size_t>(p.m * p.n) * dtype_size(out_dtype);
   DeviceBuffer out(out_bytes);
-  a.upload(p.a);
+  if (late_inputs) {
+    a.upload(random_codes(p.m, p.k, p.m * 7919 + 1));
+    as.upload(std::vector<float>(scales.size(), 1000.0f));
+    late_a.upload(p.a);
+    late_as.upload(scales);
+  } else {
+    a.upload(p.a);
+    as.upload(scales);
+  }
   b.upload(p.b);
-  as.upload(scales);
   bs.upload(p.bs);
   out.fill_byte(0xFF);  // NaN in bf16 and fp32
   const std::int64_t ws_bytes = block_fp8_mm_workspace_bytes(p.m, p.n, p.k, layout, out_dtype);
@@ -128,6 +140,15 @@ std::vector<float> run_gpu(const Problem& p, ScaleLayout layout, DType out_dtype
   args.b_scales = TensorView::contiguous(bs.data(), DType::kFP32, {(p.n + 127) / 128, p.k_blocks}, Device::kCUDA);
   args.output = TensorView::contiguous(out.data(), out_dtype, {p.m, p.n}, Device::kCUDA);
   if (ws_bytes > 0) args.workspace = TensorView::contiguous(ws.data(), DType::kUInt8, {ws_bytes}, Device::kCUDA);
+  if (late_inputs) {
+    testing::SlowCopies copies;
+    copies.jobs[0] = {a.data(), late_a.data(), static_cast<std::int64_t>(p.a.size())};
+    copies.jobs[1] = {as.data(), late_as.data(), static_cast<std::int64_t>(scales.size() * 4)};
+    copies.count = 2;
+    copies.delay_ns = 50000;
+    EXPECT_EQ(testing::slow_copies(copies, stream), cudaSuccess);
+    args.enable_pdl = true;
+  }
   block_fp8_mm(args, stream);
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   std::vector<float> result(static_cast<std::size_t>(p.m * p.n));
@@ -353,6 +374,26 @@ TEST(BlockFp8MmGpu, CudaGraphReplayWithNewInputs) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(BlockFp8MmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
+  // Each decode kernel (forced in turn) behind a producer that writes A and As late.
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::uint64_t salt = 7700;
+  for (const char* config : {"gemv_split_k", "gemv_tma", "decode32"}) {
+    for (const std::int64_t m : {1, 16}) {
+      const Problem p = make_problem(m, 4096, 7168, salt += 10);
+      setenv("LOWBIT_BLOCK_GEMM", config, 1);
+      const std::vector<float> got =
+          run_gpu(p, ScaleLayout::kColumnMajorTmaAligned, DType::kBF16, stream, true);
+      unsetenv("LOWBIT_BLOCK_GEMM");
+      const Accuracy acc = check(p, got, salt);
+      EXPECT_EQ(acc.nans, 0) << config << " M=" << m;
+      EXPECT_EQ(acc.failures, 0) << config << " M=" << m;
+    }
+  }
   cudaStreamDestroy(stream);
 }
 

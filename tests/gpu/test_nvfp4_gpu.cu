@@ -3,19 +3,23 @@
 // (nvfp4_dequantize_weight on the GPU, then a double-precision matmul here), within the tolerance
 // below, for the MoE shapes of Qwen3-30B-A3B, DeepSeek-V3 and Qwen3-Next-80B-A3B with their real
 // expert counts; 2:4 against dense on the pruned codes within the same tolerance; CUDA-graph
-// replay with a new routing. Outputs are poisoned with NaN before every run.
+// replay with a new routing; programmatic dependent launch behind a kernel that writes the
+// routing and the activations late. Outputs are poisoned with NaN before every run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/device_buffer.cuh"
+#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/nvfp4.h"
@@ -472,6 +476,85 @@ TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
+  // The routing lists and the activations are written by a kernel that lets the GEMV start at
+  // once and writes them 50 us later; until then the device holds another routing and other
+  // activations. Every dense configuration (forced in turn) must see only the new ones.
+  const std::int64_t experts = 16, rows = 256, cols = 512, tokens = 6, codes = rows * cols;
+  std::mt19937_64 rng(testing::test_seed() ^ ++salt);
+  Bytes packed = random_bytes(experts * codes / 2, rng), scales = random_scale_codes(experts * codes / 16, rng);
+  Bytes gemv_packed(packed.size()), gemv_scales(scales.size());
+  const TensorView gp = TensorView::contiguous(gemv_packed.data(), DType::kUInt8, {experts, rows, cols / 2});
+  const TensorView gs = TensorView::contiguous(gemv_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16});
+  nvfp4_relayout_for_gemv(TensorView::contiguous(packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
+                          TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}), gp, gs);
+  std::vector<float> globals(experts);
+  for (auto& g : globals) g = std::ldexp(1.0f, -7 - static_cast<int>(rng() % 3));
+  const std::vector<std::uint8_t> x_old = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
+  std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
+  std::vector<std::int32_t> ids = {9, -1, 3, 5}, offsets = {0, 2, 2, 6, 8}, toks = {5, 4, 3, 2, 1, 0, 2, 2};
+  const std::vector<std::int32_t> ids_old = {3, 7, -1, 9}, offsets_old = {0, 3, 5, 5, 8},
+                                   toks_old = {0, 1, 2, 3, 4, 5, 0, 1};
+  std::vector<std::uint16_t> expected(8 * rows, 0xFFFF);
+  nvfp4_gemv({TensorView::contiguous(x.data(), DType::kBF16, {tokens, cols}), gp, gs,
+              TensorView::contiguous(globals.data(), DType::kFP32, {experts}),
+              TensorView::contiguous(expected.data(), DType::kBF16, {8, rows}),
+              Nvfp4MoeRouting{TensorView::contiguous(ids.data(), DType::kInt32, {4}),
+                              TensorView::contiguous(offsets.data(), DType::kInt32, {5}),
+                              TensorView::contiguous(toks.data(), DType::kInt32, {8})}});
+
+  DeviceBuffer d_packed(gemv_packed.size()), d_scales(gemv_scales.size()), d_globals(experts * 4),
+      d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * rows * 2);
+  DeviceBuffer new_x(x.size()), new_ids(16), new_offsets(20), new_tokens(32);
+  d_packed.upload(gemv_packed);
+  d_scales.upload(gemv_scales);
+  d_globals.upload(globals);
+  new_x.upload(x);
+  new_ids.upload(ids);
+  new_offsets.upload(offsets);
+  new_tokens.upload(toks);
+  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {tokens, cols}, Device::kCUDA),
+                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {experts, rows, cols / 2}, Device::kCUDA),
+                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}, Device::kCUDA),
+                     TensorView::contiguous(d_globals.data(), DType::kFP32, {experts}, Device::kCUDA),
+                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, rows}, Device::kCUDA),
+                     Nvfp4MoeRouting{device_vector(d_ids, ids_old, DType::kInt32),
+                                     device_vector(d_offsets, offsets_old, DType::kInt32),
+                                     device_vector(d_tokens, toks_old, DType::kInt32)}};
+  args.enable_pdl = true;
+  testing::SlowCopies copies;
+  copies.jobs[0] = {d_x.data(), new_x.data(), static_cast<std::int64_t>(x.size())};
+  copies.jobs[1] = {d_ids.data(), new_ids.data(), 16};
+  copies.jobs[2] = {d_offsets.data(), new_offsets.data(), 20};
+  copies.jobs[3] = {d_tokens.data(), new_tokens.data(), 32};
+  copies.count = 4;
+  copies.delay_ns = 50000;
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const char* config : {"", "1,4", "1,8", "2,4", "4,4", "1,4b", "1,8b"}) {
+    SCOPED_TRACE(std::string("LOWBIT_NVFP4_GEMV=") + config);
+    if (*config != 0) setenv("LOWBIT_NVFP4_GEMV", config, 1);
+    d_x.upload(x_old);
+    d_ids.upload(ids_old);
+    d_offsets.upload(offsets_old);
+    d_tokens.upload(toks_old);
+    d_out.fill_byte(0xFF);
+    LOWBIT_TEST_CUDA(testing::slow_copies(copies, stream));
+    nvfp4_gemv(args, stream);
+    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+    unsetenv("LOWBIT_NVFP4_GEMV");
+    const std::vector<std::uint16_t> got = d_out.download<std::uint16_t>();
+    std::int64_t bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double g = bf16_to_float(got[i]), e = bf16_to_float(expected[i]);
+      if (std::isnan(g) && std::isnan(e)) continue;  // the idle slot's rows (none here)
+      if (!(std::fabs(g - e) <= std::fabs(e) / 64 + 1e-3)) ++bad;
+    }
+    EXPECT_EQ(bad, 0);
+  }
   cudaStreamDestroy(stream);
 }
 

@@ -2,7 +2,8 @@
 // long-double evaluation in tests/cpu/test_scaled_gemm.cpp): M in {1, 7, 16, 64, 127, 128,
 // 1000, 4096, 8192} x Llama-3-8B and DeepSeek-V3 dense FFN (N, K); every epilogue, scale
 // granularity, output dtype and kernel configuration; fresh random data, outputs poisoned with
-// NaN; determinism, CUDA-graph replay and the azp adjustment helper.
+// NaN; determinism, CUDA-graph replay, programmatic dependent launch behind a kernel that
+// writes the activations late, and the azp adjustment helper.
 // Tolerance policy (docs/scaled_gemm.md): int8 is bit-exact (int32 accumulation, then the
 // reference's float32 epilogue in the kernel's order). fp8 uses the tensor cores' fast
 // accumulation (as vLLM's CUTLASS kernels and cuBLASLt's FAST_ACCUM mode), which keeps fewer
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "common/device_buffer.cuh"
+#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/scaled_gemm.h"
@@ -433,6 +435,72 @@ TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
+  // The activations and their scales are written by a kernel that lets the GEMM start at once
+  // and writes them 50 us later; the device buffers hold other values until then. Cases: the
+  // split-K GEMV (M = 1 on 4096 x 4096), the TMA GEMV in fp8 and int8 (azp per token), and a
+  // CUTLASS tile, which launches normally.
+  struct Case {
+    std::int64_t m, n, k;
+    DType ab;
+  };
+  const Case cases[] = {{1, 4096, 4096, DType::kFP8E4M3}, {16, 4096, 14336, DType::kFP8E4M3},
+                        {64, 18432, 7168, DType::kInt8}, {128, 4096, 4096, DType::kFP8E4M3}};
+  std::uint64_t salt = 8500;
+  for (const Case& c : cases) {
+    Options o;
+    o.ab = c.ab;
+    o.bias = true;
+    o.azp_adj = o.azp = c.ab == DType::kInt8;
+    const Problem p = make_problem(c.m, c.n, c.k, o, salt += 10);
+    const Problem stale = make_problem(c.m, c.n, c.k, o, salt + 5);
+    DeviceBuffer a(p.a.size()), sa(p.a_scales.size() * 4), azp(p.azp.size() * 4);
+    DeviceBuffer a_new(p.a.size()), sa_new(p.a_scales.size() * 4), azp_new(p.azp.size() * 4);
+    DeviceBuffer b(p.b.size()), sb(p.b_scales.size() * 4), bias(p.bias.size() * 2),
+        adj(p.azp_adj.size() * 4), out(static_cast<std::size_t>(c.m * c.n) * 2);
+    a.upload(stale.a);
+    sa.upload(stale.a_scales);
+    azp.upload(stale.azp);
+    a_new.upload(p.a);
+    sa_new.upload(p.a_scales);
+    azp_new.upload(p.azp);
+    b.upload(p.b);
+    sb.upload(p.b_scales);
+    bias.upload(p.bias);
+    adj.upload(p.azp_adj);
+    out.fill_byte(0xFF);
+    const std::int64_t ws_bytes = scaled_mm_workspace_bytes(c.m, c.n, c.k, c.ab, o.out);
+    DeviceBuffer ws(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 1)));
+    const Device cuda = Device::kCUDA;
+    ScaledMmArgs args;
+    args.a = TensorView::contiguous(a.data(), c.ab, {c.m, c.k}, cuda);
+    args.b = TensorView::contiguous(b.data(), c.ab, {c.n, c.k}, cuda);
+    args.a_scales = TensorView::contiguous(sa.data(), DType::kFP32, {c.m}, cuda);
+    args.b_scales = TensorView::contiguous(sb.data(), DType::kFP32, {c.n}, cuda);
+    args.bias = TensorView::contiguous(bias.data(), o.out, {c.n}, cuda);
+    if (o.azp) {
+      args.azp_adj = TensorView::contiguous(adj.data(), DType::kInt32, {c.n}, cuda);
+      args.azp = TensorView::contiguous(azp.data(), DType::kInt32, {c.m}, cuda);
+    }
+    args.output = TensorView::contiguous(out.data(), o.out, {c.m, c.n}, cuda);
+    if (ws_bytes > 0) args.workspace = TensorView::contiguous(ws.data(), DType::kUInt8, {ws_bytes}, cuda);
+    args.enable_pdl = true;
+    testing::SlowCopies copies;
+    copies.jobs[0] = {a.data(), a_new.data(), static_cast<std::int64_t>(p.a.size())};
+    copies.jobs[1] = {sa.data(), sa_new.data(), static_cast<std::int64_t>(p.a_scales.size() * 4)};
+    copies.jobs[2] = {azp.data(), azp_new.data(), static_cast<std::int64_t>(p.azp.size() * 4)};
+    copies.count = 3;
+    copies.delay_ns = 50000;
+    cudaStream_t stream;
+    LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    LOWBIT_TEST_CUDA(testing::slow_copies(copies, stream));
+    scaled_mm(args, stream);
+    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+    cudaStreamDestroy(stream);
+    expect_ok(p, check(p, out.download<std::uint16_t>(), salt), "enable_pdl");
+  }
 }
 
 TEST(ScaledMmGpu, AzpAdjustmentMatchesCpu) {

@@ -280,3 +280,23 @@ def test_scaled_mm_against_torch():
     compiled = torch.compile(lambda *t: torch.ops.lowbit.scaled_mm(*t, None, None, None, "bf16"),
                              fullgraph=True)
     assert torch.equal(compiled(qa, qb, sa, sb), c)
+
+
+def test_enable_pdl_behind_the_quantizer_matches_the_plain_launch():
+    # The decode GEMMs launched with programmatic dependent launch right behind the kernel that
+    # quantizes their activations: the same bits as plain launches.
+    n, k = 4096, 7168
+    qb = torch.clamp(activations(n, k, seed=61).float() * 50, -448, 448).to(torch.float8_e4m3fn)
+    sb = torch.tensor([0.003], device=DEVICE)
+    w, ws = lowbit.block_fp8_quantize_weight(activations(n, k, seed=62) * 1e-2)
+    for m in (1, 16, 64):
+        x = activations(m, k, seed=63 + m)
+        qa, sa = lowbit.per_token_quant(x)
+        plain = lowbit.scaled_mm(qa, qb, sa, sb)
+        qa2, sa2 = lowbit.per_token_quant(x)
+        assert torch.equal(lowbit.scaled_mm(qa2, qb, sa2, sb, enable_pdl=True), plain)
+        ga, gs = lowbit.per_token_group_quant(x, 128, scale_layout="column_major_tma_aligned")
+        plain = lowbit.block_fp8_mm(ga, gs, w, ws, a_scale_layout="column_major_tma_aligned")
+        ga2, gs2 = lowbit.per_token_group_quant(x, 128, scale_layout="column_major_tma_aligned")
+        assert torch.equal(lowbit.block_fp8_mm(ga2, gs2, w, ws, enable_pdl=True,
+                                               a_scale_layout="column_major_tma_aligned"), plain)

@@ -14,6 +14,7 @@
 
 #include "../common/check.cuh"
 #include "../common/gemv_mma.cuh"
+#include "../common/kernel_launch.cuh"
 #include "block_fp8_gemv_launch.h"
 
 namespace lowbit::cuda {
@@ -56,6 +57,10 @@ template <typename Out, int kTokenTiles>
 __global__ void __launch_bounds__(kMaxWarps<kTokenTiles> * 32)
     block_fp8_gemv_kernel(const BlockFp8GemmProblem p) {
   extern __shared__ unsigned char shared_bytes[];
+  // Every load below may read the previous kernel's output: under programmatic dependent launch
+  // only the launch and this block's start overlap that kernel (common/kernel_launch.cuh).
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * gemv::kRowsPerWarp;
   const gemv::LaneOperands<kTokenTiles> operands(static_cast<const std::uint8_t*>(p.b), p.ldb,
@@ -107,7 +112,13 @@ void launch_typed(const BlockFp8GemmProblem& p, int warps, cudaStream_t stream) 
   const std::size_t shared =
       static_cast<std::size_t>(warps) * gemv::kLaneValues<kTokenTiles> * 32 * sizeof(float);
   const auto blocks = static_cast<unsigned>((p.n + gemv::kRowsPerWarp - 1) / gemv::kRowsPerWarp);
-  block_fp8_gemv_kernel<Out, kTokenTiles><<<blocks, warps * 32, shared, stream>>>(p);
+  KernelLaunch shape;
+  shape.grid = dim3(blocks);
+  shape.threads = static_cast<unsigned>(warps) * 32;
+  shape.shared_bytes = shared;
+  shape.dependent = p.dependent_launch;
+  check_cuda(launch_kernel(block_fp8_gemv_kernel<Out, kTokenTiles>, p, shape, stream),
+             "block_fp8_mm", "kernel launch (gemv_split_k)");
 }
 
 template <typename Out>

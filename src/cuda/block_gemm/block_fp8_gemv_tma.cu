@@ -49,7 +49,7 @@ cudaError_t launch_tiles(const BlockFp8GemmProblem& p, cudaStream_t stream) {
   }
   params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count);
   return gemv_tma::launch(block_fp8_gemv_tma_kernel<Out, kTiles>, params, p.n, kTiles,
-                          params.plan, stream);
+                          params.plan, p.dependent_launch, stream);
 }
 
 template <typename Out>

@@ -24,6 +24,9 @@ struct BlockFp8GemmProblem {
   std::int64_t ldd = 0;
   DType d_dtype = DType::kBF16;
   int sm_count = 0;
+  // Programmatic dependent launch of the decode GEMVs (common/kernel_launch.cuh); the CUTLASS
+  // kernels launch normally.
+  bool dependent_launch = false;
 };
 
 // Bytes of device workspace the kernel of `config` needs for `problem` (stream-K partials and,

@@ -29,7 +29,7 @@
 #include <cstdint>
 
 #include "bulk_copy.cuh"
-#include "cluster_launch.cuh"
+#include "kernel_launch.cuh"
 #include "gemv_tma_plan.h"
 #include "gemv_wgmma.cuh"
 #include "tensor_map.cuh"
@@ -294,6 +294,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     }
   };
 
+  allow_dependent_launch();  // (the next kernel still waits for this one's end to read its output)
   if (thread == 0) {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&maps.weights))
                  : "memory");
@@ -303,16 +304,27 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     fence_barrier_init();
   }
   __syncthreads();
-  auto request = [&](int i) {  // step i of this block into stage i % stages (thread 0)
+  // Step i of this block into stage i % stages (thread 0): its weights, then its tokens.
+  auto request_weights = [&](int i) {
     const int s = i % stages;
-    const int k0 = (first + i) * kStepK;
-    const std::uint32_t stage = ring + s * kStageBytes;
     mbarrier_arrive_expect_bytes(&full[s], kStageBytes);
-    load_box(maps.weights, stage, &full[s], k0, static_cast<int>(row0));
-    load_box(maps.tokens, stage + kWeightStageBytes, &full[s], k0, 0);
+    load_box(maps.weights, ring + s * kStageBytes, &full[s], (first + i) * kStepK,
+             static_cast<int>(row0));
   };
-  for (int i = 0; i < std::min(stages, mine); ++i) {
-    if (thread == 0) request(i);
+  auto request_tokens = [&](int i) {
+    const int s = i % stages;
+    load_box(maps.tokens, ring + s * kStageBytes + kWeightStageBytes, &full[s],
+             (first + i) * kStepK, 0);
+  };
+  // The first stages' weights depend on no earlier kernel: under programmatic dependent launch
+  // they stream while the previous kernel finishes. Tokens, scales and every store wait for it.
+  const int prologue = std::min(stages, mine);
+  if (thread == 0) {
+    for (int i = 0; i < prologue; ++i) request_weights(i);
+  }
+  wait_for_prerequisite_grids();
+  for (int i = 0; i < prologue; ++i) {
+    if (thread == 0) request_tokens(i);
     fetch_scales(i);
   }
 
@@ -354,7 +366,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     // Every warp's wgmma and promotion has read the stage before it is refilled.
     if (i + stages < mine) {
       __syncthreads();
-      if (thread == 0) request(i + stages);
+      if (thread == 0) request_weights(i + stages), request_tokens(i + stages);
       fetch_scales(i + stages);
     }
   };
@@ -417,14 +429,19 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   }
 }
 
-// Launches `kernel(param)` over ceil(N / 64) row blocks x plan.cluster (the cluster along K).
+// Launches `kernel(param)` over ceil(N / 64) row blocks x plan.cluster (the cluster along K),
+// as a programmatic dependent of the stream's previous kernel when `dependent`.
 template <typename Param>
 inline cudaError_t launch(void (*kernel)(Param), const Param& param, std::int64_t n,
-                          int token_tiles, Plan plan, cudaStream_t stream) {
-  const std::size_t bytes = shared_bytes(plan.stages, token_tiles);
-  const dim3 grid(static_cast<unsigned>((n + kRows - 1) / kRows),
-                  static_cast<unsigned>(plan.cluster), 1);
-  return launch_with_cluster_along_y(kernel, param, grid, 128, bytes, stream);
+                          int token_tiles, Plan plan, bool dependent, cudaStream_t stream) {
+  KernelLaunch shape;
+  shape.grid = dim3(static_cast<unsigned>((n + kRows - 1) / kRows),
+                    static_cast<unsigned>(plan.cluster), 1);
+  shape.threads = 128;
+  shape.shared_bytes = shared_bytes(plan.stages, token_tiles);
+  shape.cluster_along_y = true;
+  shape.dependent = dependent;
+  return launch_kernel(kernel, param, shape, stream);
 }
 
 }  // namespace lowbit::cuda::gemv_tma

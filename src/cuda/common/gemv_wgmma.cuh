@@ -34,7 +34,7 @@
 #include <string>
 #include <type_traits>
 
-#include "cluster_launch.cuh"
+#include "kernel_launch.cuh"
 #include "lowbit/error.h"
 
 namespace lowbit::cuda::gemv_wgmma {
@@ -447,7 +447,12 @@ inline cudaError_t launch(const char* op, void (*kernel)(Param), const Param& pa
   }
   const dim3 grid(static_cast<unsigned>((n + kRowsPerWarpgroup - 1) / kRowsPerWarpgroup),
                   static_cast<unsigned>(split.cluster), 1);
-  return launch_with_cluster_along_y(kernel, param, grid, 128 * split.warpgroups, bytes, stream);
+  KernelLaunch shape;
+  shape.grid = grid;
+  shape.threads = 128 * split.warpgroups;
+  shape.shared_bytes = bytes;
+  shape.cluster_along_y = true;
+  return launch_kernel(kernel, param, shape, stream);
 }
 
 }  // namespace lowbit::cuda::gemv_wgmma

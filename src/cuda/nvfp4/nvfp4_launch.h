@@ -44,6 +44,7 @@ struct Nvfp4GemvParams {
   const std::int32_t* slot_offsets;  // [slots + 1] or null
   const std::int32_t* token_ids;     // or null
   std::int64_t slots;
+  bool dependent_launch = false;  // programmatic dependent launch (common/kernel_launch.cuh)
 };
 void launch_nvfp4_gemv(const Nvfp4GemvParams& p, cudaStream_t stream);
 

@@ -21,6 +21,7 @@
 
 #include "../common/check.cuh"
 #include "../common/device_properties.cuh"
+#include "../common/kernel_launch.cuh"
 #include "nvfp4_gemv_config.h"
 #include "nvfp4_launch.h"
 #include "sm90_nvfp4_gemv_balanced.cuh"
@@ -177,6 +178,11 @@ __global__ void __launch_bounds__(kThreads, (kBlocksPerSm<kWarpsPerTile, kUnroll
   __shared__ float partial[kWarpsPerTile > 1 ? kGemvWarpsPerBlock : 1][8][32];
   fill_tables(tables);
   __syncthreads();
+  // Under programmatic dependent launch the block starts, and fills its tables, while the
+  // previous kernel finishes; the routing lists say which weights to read, so nothing is read
+  // before it has (common/kernel_launch.cuh).
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();
   const int warp = threadIdx.x / 32;
   if constexpr (kWarpsPerTile == 1) {
     const std::int64_t tiles = p.rows / 16, items = tiles * p.slots;
@@ -196,6 +202,13 @@ template <bool kSparse>
 void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_t stream) {
   const char* op = kSparse ? kSparseOp : kDenseOp;
   const std::int64_t tiles = p.rows / 16;
+  auto launch_with = [&](auto kernel, dim3 grid) {
+    KernelLaunch shape;
+    shape.grid = grid;
+    shape.threads = kThreads;
+    shape.dependent = p.dependent_launch;
+    check_cuda(launch_kernel(kernel, p, shape, stream), op, "kernel launch");
+  };
   auto run = [&](auto kernel, int warps_per_tile, int blocks_per_sm) {
     dim3 grid;
     if (warps_per_tile == 1) {
@@ -213,16 +226,14 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
       grid = dim3(static_cast<unsigned>((tiles + tiles_per_block - 1) / tiles_per_block),
                   static_cast<unsigned>(p.slots));
     }
-    kernel<<<grid, kThreads, 0, stream>>>(p);
+    launch_with(kernel, grid);
   };
   if (config.balanced && balanced_stream_fits(p, config.unroll)) {
     const int sms = current_device_sm_count(op);
     if (config.unroll == 8) {
-      nvfp4_gemv_balanced_kernel<kSparse, 8>
-          <<<kBalancedBlocksPerSm<8> * sms, kThreads, 0, stream>>>(p);
+      launch_with(nvfp4_gemv_balanced_kernel<kSparse, 8>, dim3(kBalancedBlocksPerSm<8> * sms));
     } else {
-      nvfp4_gemv_balanced_kernel<kSparse, 4>
-          <<<kBalancedBlocksPerSm<4> * sms, kThreads, 0, stream>>>(p);
+      launch_with(nvfp4_gemv_balanced_kernel<kSparse, 4>, dim3(kBalancedBlocksPerSm<4> * sms));
     }
     check_launch(op);
     return;

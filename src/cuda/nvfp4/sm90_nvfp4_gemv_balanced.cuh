@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "../common/kernel_launch.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
 
 namespace lowbit::cuda::nvfp4_gemv {
@@ -217,6 +218,8 @@ __global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
   __shared__ Tables tables;
   fill_tables(tables);
   __syncthreads();
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();  // the routing lists say which weights to read
   balanced_rounds<kSparse, kUnroll>(p, tables);
 }
 

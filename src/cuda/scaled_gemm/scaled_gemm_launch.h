@@ -29,6 +29,9 @@ struct ScaledGemmProblem {
   std::int64_t ldd = 0;
   DType d_dtype = DType::kBF16;
   int sm_count = 0;
+  // Programmatic dependent launch of the decode GEMVs (common/kernel_launch.cuh); the CUTLASS
+  // kernels launch normally.
+  bool dependent_launch = false;
 };
 
 std::size_t scaled_gemm_workspace_bytes(const ScaledGemmProblem& problem,

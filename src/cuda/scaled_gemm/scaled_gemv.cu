@@ -13,6 +13,7 @@
 
 #include "../common/check.cuh"
 #include "../common/gemv_mma.cuh"
+#include "../common/kernel_launch.cuh"
 #include "scaled_gemv_epilogue.cuh"
 #include "scaled_gemv_launch.h"
 
@@ -33,6 +34,10 @@ template <typename Acc, typename Out, int kTokenTiles>
 __global__ void __launch_bounds__(kMaxWarps<kTokenTiles> * 32)
     scaled_gemv_kernel(const ScaledGemmProblem p) {
   extern __shared__ unsigned char shared_bytes[];
+  // Every load below may read the previous kernel's output: under programmatic dependent launch
+  // only the launch and this block's start overlap that kernel (common/kernel_launch.cuh).
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.x) * gemv::kRowsPerWarp;
   const gemv::LaneOperands<kTokenTiles> operands(static_cast<const std::uint8_t*>(p.b), p.ldb,
@@ -83,7 +88,12 @@ void launch_typed(const ScaledGemmProblem& p, int warps, cudaStream_t stream) {
   const auto kernel = scaled_gemv_kernel<Acc, Out, kTokenTiles>;
   const std::size_t shared = static_cast<std::size_t>(warps) * gemv::kLaneValues<kTokenTiles> * 32 * sizeof(Acc);
   const auto blocks = static_cast<unsigned>((p.n + gemv::kRowsPerWarp - 1) / gemv::kRowsPerWarp);
-  kernel<<<blocks, warps * 32, shared, stream>>>(p);
+  KernelLaunch shape;
+  shape.grid = dim3(blocks);
+  shape.threads = static_cast<unsigned>(warps) * 32;
+  shape.shared_bytes = shared;
+  shape.dependent = p.dependent_launch;
+  check_cuda(launch_kernel(kernel, p, shape, stream), "scaled_mm", "kernel launch (gemv_split_k)");
 }
 
 template <typename Acc, typename Out>

@@ -44,7 +44,7 @@ cudaError_t launch_tiles(const ScaledGemmProblem& p, cudaStream_t stream) {
   }
   params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count);
   return gemv_tma::launch(scaled_gemv_tma_kernel<Acc, Out, kTiles>, params, p.n, kTiles,
-                          params.plan, stream);
+                          params.plan, p.dependent_launch, stream);
 }
 
 template <typename Acc, typename Out>
