@@ -51,7 +51,7 @@ struct BlockFp8MmArgs {
   // non-zero (stream-K partial sums for shapes with few output tiles). Host: unused.
   TensorView workspace;
   // Programmatic dependent launch (sm_90): the decode kernels may start while the stream's
-  // previous kernel finishes, reading only the weight b before it has (docs/block_gemm.md).
+  // previous kernel finishes, reading only the weight b before it has (docs/pdl.md).
   // That kernel must not write b. Other kernels launch normally.
   bool enable_pdl = false;
 };

@@ -99,7 +99,7 @@ struct Nvfp4GemvArgs {
   TensorView output;         // [P, N] bf16, unit column stride
   std::optional<Nvfp4MoeRouting> routing;
   // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
-  // previous kernel finishes; they read nothing before it has (docs/nvfp4.md).
+  // previous kernel finishes; they read nothing before it has (docs/pdl.md).
   bool enable_pdl = false;
 };
 void nvfp4_gemv(const Nvfp4GemvArgs& args, cudaStream_t stream = nullptr);
@@ -114,7 +114,7 @@ struct Nvfp4Sparse24GemvArgs {
   TensorView output;         // [P, N] bf16
   std::optional<Nvfp4MoeRouting> routing;
   // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
-  // previous kernel finishes; they read nothing before it has (docs/nvfp4.md).
+  // previous kernel finishes; they read nothing before it has (docs/pdl.md).
   bool enable_pdl = false;
 };
 void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args, cudaStream_t stream = nullptr);
