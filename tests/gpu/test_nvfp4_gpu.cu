@@ -406,35 +406,52 @@ TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {
   gemv_case(one_expert, false, 40);
 }
 
-TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
-  const std::int64_t experts = 16, rows = 256, cols = 512, tokens = 6, codes = rows * cols;
-  std::mt19937_64 rng(testing::test_seed() ^ ++salt);
-  Bytes packed = random_bytes(experts * codes / 2, rng), scales = random_scale_codes(experts * codes / 16, rng);
-  Bytes gemv_packed(packed.size()), gemv_scales(scales.size());
-  const TensorView gp = TensorView::contiguous(gemv_packed.data(), DType::kUInt8, {experts, rows, cols / 2});
-  const TensorView gs = TensorView::contiguous(gemv_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16});
-  nvfp4_relayout_for_gemv(TensorView::contiguous(packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
-                          TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}), gp, gs);
-  std::vector<float> globals(experts);
-  for (auto& g : globals) g = std::ldexp(1.0f, -7 - static_cast<int>(rng() % 3));
-  const std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
+// The small MoE of the routing tests: 16 experts of 256 x 512 in GEMV layout on the host, 6 tokens,
+// 4 slots, 8 output rows.
+constexpr std::int64_t kExperts = 16, kRows = 256, kCols = 512, kTokens = 6;
+struct SmallMoe {
+  Bytes gemv_packed, gemv_scales;
+  std::vector<float> globals;
+  TensorView gp, gs;  // host views of the GEMV-layout weights
+};
 
-  DeviceBuffer d_packed(gemv_packed.size()), d_scales(gemv_scales.size()), d_globals(experts * 4),
-      d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * rows * 2);
-  d_packed.upload(gemv_packed);
-  d_scales.upload(gemv_scales);
-  d_globals.upload(globals);
+SmallMoe make_small_moe(std::mt19937_64& rng) {
+  SmallMoe w;
+  const std::int64_t e = kExperts, n = kRows, k = kCols;
+  Bytes packed = random_bytes(e * n * k / 2, rng), scales = random_scale_codes(e * n * k / 16, rng);
+  w.gemv_packed.resize(packed.size());
+  w.gemv_scales.resize(scales.size());
+  w.gp = TensorView::contiguous(w.gemv_packed.data(), DType::kUInt8, {e, n, k / 2});
+  w.gs = TensorView::contiguous(w.gemv_scales.data(), DType::kFP8E4M3, {e, n, k / 16});
+  nvfp4_relayout_for_gemv(TensorView::contiguous(packed.data(), DType::kUInt8, {e, n, k / 2}),
+                          TensorView::contiguous(scales.data(), DType::kFP8E4M3, {e, n, k / 16}),
+                          w.gp, w.gs);
+  w.globals.resize(e);
+  for (auto& g : w.globals) g = std::ldexp(1.0f, -7 - static_cast<int>(rng() % 3));
+  return w;
+}
+
+TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
+  std::mt19937_64 rng(testing::test_seed() ^ ++salt);
+  SmallMoe w = make_small_moe(rng);
+  const std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, kTokens, kCols, kCols, ++salt);
+
+  DeviceBuffer d_packed(w.gemv_packed.size()), d_scales(w.gemv_scales.size()), d_globals(kExperts * 4),
+      d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * kRows * 2);
+  d_packed.upload(w.gemv_packed);
+  d_scales.upload(w.gemv_scales);
+  d_globals.upload(w.globals);
   d_x.upload(x);
   // Two routings of the same sizes: 4 slots, 8 output rows.
   const std::vector<std::int32_t> ids_a = {3, 7, -1, 9}, offsets_a = {0, 3, 5, 5, 8}, tokens_a = {0, 1, 2, 3, 4, 5, 0, 1};
   const std::vector<std::int32_t> ids_b = {9, -1, 3, 5}, offsets_b = {0, 2, 2, 6, 8}, tokens_b = {5, 4, 3, 2, 1, 0, 2, 2};
   const Nvfp4MoeRouting routing{device_vector(d_ids, ids_a, DType::kInt32), device_vector(d_offsets, offsets_a, DType::kInt32),
                                 device_vector(d_tokens, tokens_a, DType::kInt32)};
-  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {tokens, cols}, Device::kCUDA),
-                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {experts, rows, cols / 2}, Device::kCUDA),
-                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}, Device::kCUDA),
-                     TensorView::contiguous(d_globals.data(), DType::kFP32, {experts}, Device::kCUDA),
-                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, rows}, Device::kCUDA), routing};
+  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {kTokens, kCols}, Device::kCUDA),
+                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {kExperts, kRows, kCols / 2}, Device::kCUDA),
+                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {kExperts, kRows, kCols / 16}, Device::kCUDA),
+                     TensorView::contiguous(d_globals.data(), DType::kFP32, {kExperts}, Device::kCUDA),
+                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, kRows}, Device::kCUDA), routing};
   cudaStream_t stream;
   LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaGraph_t graph;
@@ -454,11 +471,11 @@ TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
     d_out.fill_byte(0xFF);
     LOWBIT_TEST_CUDA(cudaGraphLaunch(exec, stream));
     LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
-    std::vector<std::uint16_t> expected(8 * rows, 0xFFFF);
+    std::vector<std::uint16_t> expected(8 * kRows, 0xFFFF);
     std::vector<std::int32_t> h_ids = ids, h_offsets = offsets, h_tokens = toks;
-    Nvfp4GemvArgs host{TensorView::contiguous(const_cast<std::uint8_t*>(x.data()), DType::kBF16, {tokens, cols}), gp, gs,
-                       TensorView::contiguous(globals.data(), DType::kFP32, {experts}),
-                       TensorView::contiguous(expected.data(), DType::kBF16, {8, rows}),
+    Nvfp4GemvArgs host{TensorView::contiguous(const_cast<std::uint8_t*>(x.data()), DType::kBF16, {kTokens, kCols}), w.gp, w.gs,
+                       TensorView::contiguous(w.globals.data(), DType::kFP32, {kExperts}),
+                       TensorView::contiguous(expected.data(), DType::kBF16, {8, kRows}),
                        Nvfp4MoeRouting{TensorView::contiguous(h_ids.data(), DType::kInt32, {4}),
                                        TensorView::contiguous(h_offsets.data(), DType::kInt32, {5}),
                                        TensorView::contiguous(h_tokens.data(), DType::kInt32, {8})}};
@@ -483,44 +500,36 @@ TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
   // The routing lists and the activations are written by a kernel that lets the GEMV start at
   // once and writes them 50 us later; until then the device holds another routing and other
   // activations. Every dense configuration (forced in turn) must see only the new ones.
-  const std::int64_t experts = 16, rows = 256, cols = 512, tokens = 6, codes = rows * cols;
   std::mt19937_64 rng(testing::test_seed() ^ ++salt);
-  Bytes packed = random_bytes(experts * codes / 2, rng), scales = random_scale_codes(experts * codes / 16, rng);
-  Bytes gemv_packed(packed.size()), gemv_scales(scales.size());
-  const TensorView gp = TensorView::contiguous(gemv_packed.data(), DType::kUInt8, {experts, rows, cols / 2});
-  const TensorView gs = TensorView::contiguous(gemv_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16});
-  nvfp4_relayout_for_gemv(TensorView::contiguous(packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
-                          TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}), gp, gs);
-  std::vector<float> globals(experts);
-  for (auto& g : globals) g = std::ldexp(1.0f, -7 - static_cast<int>(rng() % 3));
-  const std::vector<std::uint8_t> x_old = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
-  std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, tokens, cols, cols, ++salt);
+  SmallMoe w = make_small_moe(rng);
+  const std::vector<std::uint8_t> x_old = testing::random_activations(DType::kBF16, kTokens, kCols, kCols, ++salt);
+  std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, kTokens, kCols, kCols, ++salt);
   std::vector<std::int32_t> ids = {9, -1, 3, 5}, offsets = {0, 2, 2, 6, 8}, toks = {5, 4, 3, 2, 1, 0, 2, 2};
   const std::vector<std::int32_t> ids_old = {3, 7, -1, 9}, offsets_old = {0, 3, 5, 5, 8},
                                    toks_old = {0, 1, 2, 3, 4, 5, 0, 1};
-  std::vector<std::uint16_t> expected(8 * rows, 0xFFFF);
-  nvfp4_gemv({TensorView::contiguous(x.data(), DType::kBF16, {tokens, cols}), gp, gs,
-              TensorView::contiguous(globals.data(), DType::kFP32, {experts}),
-              TensorView::contiguous(expected.data(), DType::kBF16, {8, rows}),
+  std::vector<std::uint16_t> expected(8 * kRows, 0xFFFF);
+  nvfp4_gemv({TensorView::contiguous(x.data(), DType::kBF16, {kTokens, kCols}), w.gp, w.gs,
+              TensorView::contiguous(w.globals.data(), DType::kFP32, {kExperts}),
+              TensorView::contiguous(expected.data(), DType::kBF16, {8, kRows}),
               Nvfp4MoeRouting{TensorView::contiguous(ids.data(), DType::kInt32, {4}),
                               TensorView::contiguous(offsets.data(), DType::kInt32, {5}),
                               TensorView::contiguous(toks.data(), DType::kInt32, {8})}});
 
-  DeviceBuffer d_packed(gemv_packed.size()), d_scales(gemv_scales.size()), d_globals(experts * 4),
-      d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * rows * 2);
+  DeviceBuffer d_packed(w.gemv_packed.size()), d_scales(w.gemv_scales.size()), d_globals(kExperts * 4),
+      d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * kRows * 2);
   DeviceBuffer new_x(x.size()), new_ids(16), new_offsets(20), new_tokens(32);
-  d_packed.upload(gemv_packed);
-  d_scales.upload(gemv_scales);
-  d_globals.upload(globals);
+  d_packed.upload(w.gemv_packed);
+  d_scales.upload(w.gemv_scales);
+  d_globals.upload(w.globals);
   new_x.upload(x);
   new_ids.upload(ids);
   new_offsets.upload(offsets);
   new_tokens.upload(toks);
-  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {tokens, cols}, Device::kCUDA),
-                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {experts, rows, cols / 2}, Device::kCUDA),
-                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}, Device::kCUDA),
-                     TensorView::contiguous(d_globals.data(), DType::kFP32, {experts}, Device::kCUDA),
-                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, rows}, Device::kCUDA),
+  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {kTokens, kCols}, Device::kCUDA),
+                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {kExperts, kRows, kCols / 2}, Device::kCUDA),
+                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {kExperts, kRows, kCols / 16}, Device::kCUDA),
+                     TensorView::contiguous(d_globals.data(), DType::kFP32, {kExperts}, Device::kCUDA),
+                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, kRows}, Device::kCUDA),
                      Nvfp4MoeRouting{device_vector(d_ids, ids_old, DType::kInt32),
                                      device_vector(d_offsets, offsets_old, DType::kInt32),
                                      device_vector(d_tokens, toks_old, DType::kInt32)}};

@@ -29,9 +29,9 @@
 #include <cstdint>
 
 #include "bulk_copy.cuh"
-#include "kernel_launch.cuh"
 #include "gemv_tma_plan.h"
 #include "gemv_wgmma.cuh"
+#include "kernel_launch.cuh"
 #include "tensor_map.cuh"
 
 namespace lowbit::cuda::gemv_tma {
