@@ -1,6 +1,9 @@
 // Test-only: a kernel that stands for the producer of an op's inputs under programmatic
-// dependent launch. It lets the stream's next kernel start at once, then writes the inputs only
-// after a delay, so a dependent that read them before waiting for it would see the old contents.
+// dependent launch. It lets the stream's next kernel start at once, then holds its writes until
+// the host has enqueued that kernel (and a delay more), so a dependent that read the inputs
+// before waiting for the producer would see the old contents. Run the op once before: the first
+// launch of a kernel loads its module, which waits for the device to go idle (measured: each
+// such test then took the producer's 1 s timeout and could not fail).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,17 +21,25 @@ struct CopyJob {
 struct SlowCopies {
   CopyJob jobs[4];
   int count = 0;
-  unsigned delay_ns = 0;
+  unsigned delay_ns = 0;                  // after the release
+  const volatile int* release = nullptr;  // host-mapped flag; set by HeldProducer::release()
 };
 
 // static: each test file that includes this header gets its own copy.
 static __global__ void slow_copies_kernel(SlowCopies copies) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < copies.delay_ns);
+  auto now = [] {
+    unsigned long long t = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  };
+  const unsigned long long start = now();
+  // At most one second, so that a test that never releases fails instead of hanging.
+  while (*copies.release == 0 && now() - start < 1000000000ull) {
+  }
+  const unsigned long long released = now();
+  while (now() - released < copies.delay_ns) {
+  }
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (int j = 0; j < copies.count; ++j) {
     auto* out = static_cast<unsigned char*>(copies.jobs[j].destination);
@@ -40,10 +51,31 @@ static __global__ void slow_copies_kernel(SlowCopies copies) {
   }
 }
 
-// Enqueues the delayed copies on `stream` (a few blocks, so the dependent's blocks find free SMs).
-inline cudaError_t slow_copies(const SlowCopies& copies, cudaStream_t stream) {
-  slow_copies_kernel<<<4, 256, 0, stream>>>(copies);
-  return cudaGetLastError();
-}
+// Enqueue(copies, stream), then the op under test on the same stream, then release().
+class HeldProducer {
+ public:
+  HeldProducer() {
+    if (cudaHostAlloc(&flag_, sizeof(int), cudaHostAllocMapped) == cudaSuccess) {
+      cudaHostGetDevicePointer(&device_flag_, flag_, 0);
+    }
+  }
+  ~HeldProducer() { cudaFreeHost(flag_); }
+  HeldProducer(const HeldProducer&) = delete;
+  HeldProducer& operator=(const HeldProducer&) = delete;
+
+  // A few blocks, so the dependent's blocks find free SMs.
+  cudaError_t enqueue(SlowCopies copies, cudaStream_t stream) {
+    if (device_flag_ == nullptr) return cudaErrorMemoryAllocation;
+    *static_cast<volatile int*>(flag_) = 0;
+    copies.release = static_cast<const volatile int*>(device_flag_);
+    slow_copies_kernel<<<4, 256, 0, stream>>>(copies);
+    return cudaGetLastError();
+  }
+  void release() { *static_cast<volatile int*>(flag_) = 1; }
+
+ private:
+  void* flag_ = nullptr;
+  void* device_flag_ = nullptr;
+};
 
 }  // namespace lowbit::testing
