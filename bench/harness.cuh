@@ -44,9 +44,10 @@ cudaStream_t bench_stream();
 // launches with programmatic dependent launch become programmatic edges).
 enum class Replay { kStream, kGraph };
 
-// Times launch(set) where set cycles over [0, sets); launch must issue its work to
-// bench_stream(). Each sample times enough back-to-back launches to cover ~0.2 ms, so tiny
-// kernels are measured as a stream of launches rather than at event resolution.
+// Times launch(set) where set cycles over [0, sets); graph replay needs launch to issue its
+// work to bench_stream() (on a stream, the legacy default stream also orders with it). Each
+// sample times enough back-to-back launches to cover ~0.2 ms, so tiny kernels are measured as a
+// stream of launches rather than at event resolution.
 Timing time_launches(const std::function<void(int set)>& launch, int sets, int samples,
                      Replay replay = Replay::kStream);
 
