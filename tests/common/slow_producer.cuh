@@ -52,26 +52,30 @@ static __global__ void slow_copies_kernel(SlowCopies copies) {
 }
 
 // Enqueue(copies, stream), then the op under test on the same stream, then release().
+// Nothing is allocated until enqueue(), and release() without it does nothing.
 class HeldProducer {
  public:
-  HeldProducer() {
-    if (cudaHostAlloc(&flag_, sizeof(int), cudaHostAllocMapped) == cudaSuccess) {
-      cudaHostGetDevicePointer(&device_flag_, flag_, 0);
-    }
-  }
+  HeldProducer() = default;
   ~HeldProducer() { cudaFreeHost(flag_); }
   HeldProducer(const HeldProducer&) = delete;
   HeldProducer& operator=(const HeldProducer&) = delete;
 
   // A few blocks, so the dependent's blocks find free SMs.
   cudaError_t enqueue(SlowCopies copies, cudaStream_t stream) {
-    if (device_flag_ == nullptr) return cudaErrorMemoryAllocation;
+    if (flag_ == nullptr) {
+      const cudaError_t status = cudaHostAlloc(&flag_, sizeof(int), cudaHostAllocMapped);
+      if (status != cudaSuccess) return status;
+      const cudaError_t mapped = cudaHostGetDevicePointer(&device_flag_, flag_, 0);
+      if (mapped != cudaSuccess) return mapped;
+    }
     *static_cast<volatile int*>(flag_) = 0;
     copies.release = static_cast<const volatile int*>(device_flag_);
     slow_copies_kernel<<<4, 256, 0, stream>>>(copies);
     return cudaGetLastError();
   }
-  void release() { *static_cast<volatile int*>(flag_) = 1; }
+  void release() {
+    if (flag_ != nullptr) *static_cast<volatile int*>(flag_) = 1;
+  }
 
  private:
   void* flag_ = nullptr;

@@ -116,18 +116,32 @@ float decode(DType dtype, std::uint16_t bits) {
   return dtype == DType::kBF16 ? bf16_to_float(bits) : fp16_to_float(bits);
 }
 
-// Runs scaled_mm on the device (NaN-poisoned output); returns the output bits.
-std::vector<std::uint16_t> run_gpu(const Problem& p, cudaStream_t stream = nullptr) {
+// Runs scaled_mm on the device (NaN-poisoned output); returns the output bits. With
+// `late_inputs`, A, its scales and zero points hold other values until a kernel that lets
+// scaled_mm start at once (enable_pdl) writes them 50 us after the GEMM is enqueued.
+std::vector<std::uint16_t> run_gpu(const Problem& p, cudaStream_t stream = nullptr,
+                                   bool late_inputs = false) {
   DeviceBuffer a(p.a.size()), b(p.b.size()), sa(p.a_scales.size() * 4), sb(p.b_scales.size() * 4),
       bias(p.bias.size() * 2), adj(p.azp_adj.size() * 4), azp(p.azp.size() * 4),
       out(static_cast<std::size_t>(p.m * p.n) * 2);
-  a.upload(p.a);
+  DeviceBuffer late_a(late_inputs ? a.bytes() : 0), late_sa(late_inputs ? sa.bytes() : 0),
+      late_azp(late_inputs ? azp.bytes() : 0);
+  if (late_inputs) {
+    a.upload(random_codes(p.o.ab, p.m, p.k, p.m * 7919 + 1));
+    sa.upload(std::vector<float>(p.a_scales.size(), 1000.0f));
+    azp.upload(std::vector<std::int32_t>(p.azp.size(), 77));
+    late_a.upload(p.a);
+    late_sa.upload(p.a_scales);
+    late_azp.upload(p.azp);
+  } else {
+    a.upload(p.a);
+    sa.upload(p.a_scales);
+    azp.upload(p.azp);
+  }
   b.upload(p.b);
-  sa.upload(p.a_scales);
   sb.upload(p.b_scales);
   bias.upload(p.bias);
   adj.upload(p.azp_adj);
-  azp.upload(p.azp);
   out.fill_byte(0xFF);  // NaN in bf16 and fp16
   const std::int64_t ws_bytes = scaled_mm_workspace_bytes(p.m, p.n, p.k, p.o.ab, p.o.out);
   DeviceBuffer ws(static_cast<std::size_t>(ws_bytes));
@@ -142,7 +156,19 @@ std::vector<std::uint16_t> run_gpu(const Problem& p, cudaStream_t stream = nullp
   if (p.o.azp) args.azp = TensorView::contiguous(azp.data(), DType::kInt32, {p.m}, cuda);
   args.output = TensorView::contiguous(out.data(), p.o.out, {p.m, p.n}, cuda);
   if (ws_bytes > 0) args.workspace = TensorView::contiguous(ws.data(), DType::kUInt8, {ws_bytes}, cuda);
+  testing::HeldProducer producer;
+  if (late_inputs) {
+    testing::SlowCopies copies;
+    copies.jobs[0] = {a.data(), late_a.data(), static_cast<std::int64_t>(a.bytes())};
+    copies.jobs[1] = {sa.data(), late_sa.data(), static_cast<std::int64_t>(sa.bytes())};
+    copies.jobs[2] = {azp.data(), late_azp.data(), static_cast<std::int64_t>(azp.bytes())};
+    copies.count = 3;
+    copies.delay_ns = 50000;
+    EXPECT_EQ(producer.enqueue(copies, stream), cudaSuccess);
+    args.enable_pdl = true;
+  }
   scaled_mm(args, stream);
+  producer.release();
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   return out.download<std::uint16_t>();
 }
@@ -438,9 +464,8 @@ TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
 }
 
 TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
-  // The activations and their scales are written by a kernel that lets the GEMM start at once
-  // and writes them 50 us after the GEMM is enqueued; the device buffers hold other values until
-  // then. Cases: the split-K GEMV (M = 1 on 4096 x 4096), the TMA GEMV in fp8 and int8 (azp per
+  // The activations, their scales and zero points are written late (run_gpu's late_inputs).
+  // Cases: the split-K GEMV (M = 1 on 4096 x 4096), the TMA GEMV in fp8 and int8 (azp per
   // token), and a CUTLASS tile, which launches normally.
   struct Case {
     std::int64_t m, n, k;
@@ -448,6 +473,8 @@ TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
   };
   const Case cases[] = {{1, 4096, 4096, DType::kFP8E4M3}, {16, 4096, 14336, DType::kFP8E4M3},
                         {64, 18432, 7168, DType::kInt8}, {128, 4096, 4096, DType::kFP8E4M3}};
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::uint64_t salt = 8500;
   for (const Case& c : cases) {
     Options o;
@@ -455,59 +482,12 @@ TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
     o.bias = true;
     o.azp_adj = o.azp = c.ab == DType::kInt8;
     const Problem p = make_problem(c.m, c.n, c.k, o, salt += 10);
-    const Problem stale = make_problem(c.m, c.n, c.k, o, salt + 5);
-    DeviceBuffer a(p.a.size()), sa(p.a_scales.size() * 4), azp(p.azp.size() * 4);
-    DeviceBuffer a_new(p.a.size()), sa_new(p.a_scales.size() * 4), azp_new(p.azp.size() * 4);
-    DeviceBuffer b(p.b.size()), sb(p.b_scales.size() * 4), bias(p.bias.size() * 2),
-        adj(p.azp_adj.size() * 4), out(static_cast<std::size_t>(c.m * c.n) * 2);
-    a.upload(stale.a);
-    sa.upload(stale.a_scales);
-    azp.upload(stale.azp);
-    a_new.upload(p.a);
-    sa_new.upload(p.a_scales);
-    azp_new.upload(p.azp);
-    b.upload(p.b);
-    sb.upload(p.b_scales);
-    bias.upload(p.bias);
-    adj.upload(p.azp_adj);
-    out.fill_byte(0xFF);
-    const std::int64_t ws_bytes = scaled_mm_workspace_bytes(c.m, c.n, c.k, c.ab, o.out);
-    DeviceBuffer ws(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 1)));
-    const Device cuda = Device::kCUDA;
-    ScaledMmArgs args;
-    args.a = TensorView::contiguous(a.data(), c.ab, {c.m, c.k}, cuda);
-    args.b = TensorView::contiguous(b.data(), c.ab, {c.n, c.k}, cuda);
-    args.a_scales = TensorView::contiguous(sa.data(), DType::kFP32, {c.m}, cuda);
-    args.b_scales = TensorView::contiguous(sb.data(), DType::kFP32, {c.n}, cuda);
-    args.bias = TensorView::contiguous(bias.data(), o.out, {c.n}, cuda);
-    if (o.azp) {
-      args.azp_adj = TensorView::contiguous(adj.data(), DType::kInt32, {c.n}, cuda);
-      args.azp = TensorView::contiguous(azp.data(), DType::kInt32, {c.m}, cuda);
-    }
-    args.output = TensorView::contiguous(out.data(), o.out, {c.m, c.n}, cuda);
-    if (ws_bytes > 0) args.workspace = TensorView::contiguous(ws.data(), DType::kUInt8, {ws_bytes}, cuda);
-    cudaStream_t stream;
-    LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    // Once without the producer: the first launch of a kernel loads its module, which waits for
-    // the device to go idle, i.e. for the held producer.
-    scaled_mm(args, stream);
-    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
-    out.fill_byte(0xFF);
-    args.enable_pdl = true;
-    testing::SlowCopies copies;
-    copies.jobs[0] = {a.data(), a_new.data(), static_cast<std::int64_t>(p.a.size())};
-    copies.jobs[1] = {sa.data(), sa_new.data(), static_cast<std::int64_t>(p.a_scales.size() * 4)};
-    copies.jobs[2] = {azp.data(), azp_new.data(), static_cast<std::int64_t>(p.azp.size() * 4)};
-    copies.count = 3;
-    copies.delay_ns = 50000;
-    testing::HeldProducer producer;
-    LOWBIT_TEST_CUDA(producer.enqueue(copies, stream));
-    scaled_mm(args, stream);
-    producer.release();
-    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
-    cudaStreamDestroy(stream);
-    expect_ok(p, check(p, out.download<std::uint16_t>(), salt), "enable_pdl");
+    // A plain run first: the first launch of a kernel loads its module, which waits for the
+    // device to go idle, i.e. for the held producer.
+    run_gpu(p, stream);
+    expect_ok(p, check(p, run_gpu(p, stream, true), salt), "enable_pdl");
   }
+  cudaStreamDestroy(stream);
 }
 
 TEST(ScaledMmGpu, AzpAdjustmentMatchesCpu) {
