@@ -16,11 +16,14 @@ enum class BlockGemmTile : std::uint8_t {
   kGemvSplitK,      // M <= 32: mma.sync GEMV, 32 weight rows per block, K split over its warps
   kGemvWgmma,       // M <= 32: wgmma GEMV, 64 weight rows per block, K split over warpgroups/cluster
   kGemvTma,         // M <= 64: wgmma GEMV fed by TMA, 64 weight rows per block, K split over cluster
+  // lowbit's own TMA/wgmma kernel: 128 x 192 tiles, weight tile multicast over a 2-block
+  // cluster, bf16 output (block_fp8_gemm_multicast.cu); forced only, slower than CUTLASS so far
+  kPrefill128x192Multicast,
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
     BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma,
-    BlockGemmTile::kGemvTma};
+    BlockGemmTile::kGemvTma, BlockGemmTile::kPrefill128x192Multicast};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).
 inline constexpr bool is_gemv(BlockGemmTile tile) {
@@ -32,8 +35,8 @@ struct BlockFp8GemmConfig {
   BlockGemmTile tile = BlockGemmTile::kPrefill128x128;
   // Activation scales stored M-major (column-major layouts) instead of K-major (row-major).
   bool a_scales_m_major = false;
-  // Column-major A scales whose row stride is not 16-byte aligned get copied to an aligned
-  // workspace first (TMA needs 16-byte strides).
+  // A scales get copied to an M-major workspace with 16-byte aligned columns first (TMA needs
+  // 16-byte strides; the multicast tile reads M-major scales only).
   bool realign_a_scales = false;
 };
 

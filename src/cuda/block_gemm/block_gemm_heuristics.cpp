@@ -21,6 +21,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kGemvSplitK: return "gemv_split_k";
     case BlockGemmTile::kGemvWgmma: return "gemv_wgmma";
     case BlockGemmTile::kGemvTma: return "gemv_tma";
+    case BlockGemmTile::kPrefill128x192Multicast: return "prefill128x192mc";
   }
   return "?";
 }
@@ -45,7 +46,8 @@ bool parse_override(BlockGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
-               "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma or gemv_tma)\n",
+               "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma, gemv_tma or "
+               "prefill128x192mc)\n",
                text);
   return false;
 }
@@ -96,8 +98,12 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
       config.tile = BlockGemmTile::kPrefill128x128;
     }
   }
-  // The GEMV reads scales through their strides; only the TMA tiles need the aligned copy.
+  // The GEMV reads scales through their strides; only the TMA tiles need the aligned copy, and
+  // the multicast tile needs M-major scales.
   if (is_gemv(config.tile)) config.realign_a_scales = false;
+  if (config.tile == BlockGemmTile::kPrefill128x192Multicast) {
+    config.realign_a_scales = !a_scales_m_major || a_scale_stride_k % 4 != 0;
+  }
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
   if (print) {
     std::fprintf(stderr, "[lowbit] block_fp8_mm m=%lld n=%lld k=%lld: %s\n",

@@ -1,9 +1,11 @@
-// Dispatch of the block-scaled FP8 GEMM to its CUTLASS instantiations, plus the one helper
-// kernel: a copy of column-major activation scales into a 16-byte-aligned workspace layout when
-// the caller's rows are not (TMA reads M-major scales and needs 16-byte global strides).
+// Dispatch of the block-scaled FP8 GEMM to its kernels, plus the one helper kernel: a copy of
+// the activation scales into an M-major workspace layout with 16-byte aligned columns when the
+// caller's are not (TMA reads M-major scales and needs 16-byte global strides; the multicast tile
+// reads M-major scales only).
 #include <cuda_runtime.h>
 
 #include "../common/check.cuh"
+#include "block_fp8_gemm_multicast_launch.h"
 #include "block_fp8_gemv_launch.h"
 #include "block_gemm_launch.h"
 #include "sm90_block_fp8_gemm_instances.h"
@@ -26,15 +28,17 @@ std::size_t realigned_scale_bytes(const BlockFp8GemmProblem& p, const BlockFp8Ge
   return align_up(static_cast<std::size_t>(k_blocks * aligned_scale_stride(p.m)) * sizeof(float));
 }
 
-// [k_blocks, M] with row stride `stride_k` -> [k_blocks, round_up(M, 4)]; the padding is unread.
-__global__ void realign_scales_kernel(const float* __restrict__ scales, std::int64_t stride_k,
-                                      std::int64_t m, std::int64_t k_blocks,
-                                      float* __restrict__ aligned, std::int64_t aligned_stride) {
+// As(m, kb) at m * stride_m + kb * stride_k -> [k_blocks, round_up(M, 4)]; the padding is
+// unread.
+__global__ void realign_scales_kernel(const float* __restrict__ scales, std::int64_t stride_m,
+                                      std::int64_t stride_k, std::int64_t m,
+                                      std::int64_t k_blocks, float* __restrict__ aligned,
+                                      std::int64_t aligned_stride) {
   const std::int64_t total = m * k_blocks;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < total; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t kb = i / m, row = i % m;
-    aligned[kb * aligned_stride + row] = scales[kb * stride_k + row];
+    aligned[kb * aligned_stride + row] = scales[row * stride_m + kb * stride_k];
   }
 }
 
@@ -50,7 +54,8 @@ const block_gemm::GemmEntry& entry_for_major(BlockGemmTile tile, DType out) {
     case BlockGemmTile::kPrefill128x128:
     case BlockGemmTile::kGemvSplitK:
     case BlockGemmTile::kGemvWgmma:
-    case BlockGemmTile::kGemvTma: break;  // not CUTLASS kernels
+    case BlockGemmTile::kGemvTma:
+    case BlockGemmTile::kPrefill128x192Multicast: break;  // not CUTLASS kernels
   }
   return entry<BlockGemmTile::kPrefill128x128, DType::kBF16, kMMajor>();
 }
@@ -60,11 +65,16 @@ const block_gemm::GemmEntry& entry_for(const BlockFp8GemmProblem& p, const Block
                             : entry_for_major<false>(c.tile, p.d_dtype);
 }
 
+bool is_multicast(const BlockFp8GemmProblem& p, const BlockFp8GemmConfig& c) {
+  return c.tile == BlockGemmTile::kPrefill128x192Multicast && p.d_dtype == DType::kBF16;
+}
+
 }  // namespace
 
 std::size_t block_fp8_gemm_workspace_bytes(const BlockFp8GemmProblem& problem,
                                            const BlockFp8GemmConfig& config) {
   if (is_gemv(config.tile)) return 0;
+  if (is_multicast(problem, config)) return realigned_scale_bytes(problem, config);
   const std::size_t gemm_bytes = entry_for(problem, config).workspace_bytes(problem);
   const std::size_t scale_bytes = realigned_scale_bytes(problem, config);
   if (gemm_bytes == 0 && scale_bytes == 0) return 0;
@@ -85,12 +95,15 @@ void launch_block_fp8_gemm(const BlockFp8GemmProblem& problem, const BlockFp8Gem
     const std::int64_t total = problem.m * k_blocks;
     const int threads = 256;
     const int blocks = static_cast<int>(std::min<std::int64_t>((total + threads - 1) / threads, 4096));
-    realign_scales_kernel<<<blocks, threads, 0, stream>>>(problem.a_scales, stride_k, problem.m,
-                                                           k_blocks, aligned,
-                                                           aligned_scale_stride(problem.m));
+    realign_scales_kernel<<<blocks, threads, 0, stream>>>(
+        problem.a_scales, problem.a_scale_stride_m, stride_k, problem.m, k_blocks, aligned,
+        aligned_scale_stride(problem.m));
     check_launch("block_fp8_mm");
     a_scales = aligned;
     stride_k = aligned_scale_stride(problem.m);
+  }
+  if (is_multicast(problem, config)) {
+    return launch_block_fp8_gemm_multicast(problem, a_scales, stride_k, stream);
   }
   void* gemm_workspace =
       scale_bytes == 0 ? workspace : static_cast<char*>(workspace) + scale_bytes;

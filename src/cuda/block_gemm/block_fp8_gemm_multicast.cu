@@ -1,0 +1,331 @@
+// Prefill path of block_fp8_mm written directly on TMA, mbarriers and wgmma (sm_90a), in the
+// style of DeepGEMM: 128 x 192 output tiles, a persistent grid of 2-block clusters that walk the
+// tiles, one producer warpgroup and two consumer warpgroups of 64 tokens each. Chosen only when
+// forced (LOWBIT_BLOCK_GEMM=prefill128x192mc): on an H200 it is still slower than the CUTLASS
+// tile on every DeepSeek-V3 shape but kv_a (docs/perf/block_gemm.md, "lowbit's own prefill
+// kernel"); it is the base for the promotion overlap that CUTLASS's collective lacks.
+//
+// Why multicast: CUTLASS's 128 x 128 tiles read 24 KB from L2 per 128-deep K block (A multicast
+// over a 1 x 2 cluster) for 4.2 MFLOP, and both it and a first version of this kernel (32 KB,
+// no multicast) ran at about 6-7 TB/s of L2 reads. Here the two blocks of a cluster take two
+// 128-token tiles of the same weight columns and each loads half of the weight tile for both:
+// 16 KB of A + 12 KB of B per block and K block for 6.3 MFLOP (4.45e-3 bytes per flop against
+// 5.9e-3).
+//
+// Per K block each consumer warpgroup waits for its wgmma and promotes the sum into fp32
+// registers, scaled by As[m, kb] * Bs[n / 128, kb] (a second register set to overlap the
+// promotion with the next wgmma does not fit next to the 96 totals at this width).
+//
+// Shared memory: a ring of stages, each holding one K block of A (128 tokens x 128 bytes), of B
+// (192 weight rows x 128 bytes), both with TMA's 128-byte swizzle (wgmma's K-major layout), and
+// the 128 activation scales of the block (As M-major with 16-byte aligned columns: the caller
+// realigns other layouts). Reads past M, N and K arrive as zeros.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../common/bulk_copy.cuh"
+#include "../common/check.cuh"
+#include "../common/gemv_tma.cuh"
+#include "../common/gemv_wgmma.cuh"
+#include "../common/tensor_map.cuh"
+#include "block_fp8_gemm_multicast_launch.h"
+
+namespace lowbit::cuda {
+
+namespace {
+
+constexpr int kBlockM = 128, kBlockN = 192, kBlockK = 128, kClusterM = 2;
+constexpr int kConsumerWarps = 8;  // two warpgroups, 64 tokens each
+// Warpgroup 0 produces (one thread issues the copies), 1 and 2 consume. Registers are split by
+// setmaxnreg: 3 warpgroups get 168 each at launch; the producer needs few, each consumer thread
+// holds a K block's 96-value sum and the 96 totals.
+constexpr int kThreads = 128 + 32 * kConsumerWarps;
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
+constexpr int kBHalfBytes = kBBytes / kClusterM;  // each block of the cluster loads one half
+constexpr int kScaleBytes = kBlockM * 4;
+constexpr int kStageBytes = kABytes + kBBytes + kScaleBytes;
+constexpr int kStages = (227 * 1024 - 1024 - 256) / kStageBytes;
+constexpr int kSharedBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+constexpr int kValues = kBlockN / 2;  // a warpgroup's 64 x kBlockN fp32 tile over 128 threads
+static_assert(kBHalfBytes % 1024 == 0, "a B half must keep the 8-row swizzle pattern");
+static_assert(kBlockN % 8 == 0 && kBlockN <= 256, "wgmma n");
+
+struct MulticastParams {
+  CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x 128 rows
+  CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x kBlockN / 2 rows
+  const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
+  std::int64_t a_scale_stride_k;
+  const float* b_scales;  // [n_scale_blocks, k_blocks]
+  __nv_bfloat16* d;
+  std::int64_t ldd;
+  int m, n, k_blocks, n_scale_blocks, m_pairs, cluster_tiles;
+};
+
+// D (64 x 192) = A (64 x 32, shared) * B (32 x 192, shared) + (accumulate ? D : 0).
+__device__ __forceinline__ void wgmma_m64n192k32(float (&d)[kValues], std::uint64_t a,
+                                                 std::uint64_t b, bool accumulate) {
+#define LOWBIT_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                     "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, "
+      "%96, %97, p, 1, 1;\n}\n"
+      : LOWBIT_D8(0), LOWBIT_D8(8), LOWBIT_D8(16), LOWBIT_D8(24), LOWBIT_D8(32),
+        LOWBIT_D8(40), LOWBIT_D8(48), LOWBIT_D8(56), LOWBIT_D8(64), LOWBIT_D8(72),
+        LOWBIT_D8(80), LOWBIT_D8(88)
+      : "l"(a), "l"(b), "r"(int{accumulate}));
+#undef LOWBIT_D8
+}
+
+// ---- the cluster (PTX ISA 7.8) ----
+
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n"
+               ::: "memory");
+}
+// One arrival on the barrier at `barrier`'s offset in block `rank` of the cluster. (With
+// .release.cluster ptxas put a MEMBAR.ALL.GPU before every arrival: the kernel ran at half speed.)
+__device__ __forceinline__ void mbarrier_arrive_in(std::uint64_t* barrier, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+          shared_address(barrier)),
+      "r"(rank)
+      : "memory");
+}
+// Box (k0, row0) of `map` into shared memory at `destination` in every block of `mask`, each
+// completing on its barrier at `barrier`'s offset.
+__device__ __forceinline__ void load_box_multicast(const CUtensorMap& map,
+                                                   std::uint32_t destination,
+                                                   std::uint64_t* barrier, int k0, int row0,
+                                                   std::uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(destination),
+      "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(k0), "r"(row0),
+      "r"(shared_address(barrier)), "h"(mask)
+      : "memory");
+}
+
+struct Tile {
+  int m0, n0;
+};
+// Cluster tiles run M-fastest: the clusters resident at once share a few weight column blocks.
+// Block `rank` of the cluster takes the rank-th 128 tokens of the pair.
+__device__ __forceinline__ Tile tile_at(const MulticastParams& p, int cluster_tile, unsigned rank) {
+  const int pair = cluster_tile % p.m_pairs, n_block = cluster_tile / p.m_pairs;
+  return {(kClusterM * pair + static_cast<int>(rank)) * kBlockM, n_block * kBlockN};
+}
+
+__device__ void produce(const MulticastParams& p, unsigned rank, int cluster, int clusters,
+                        std::uint32_t a_ring, std::uint32_t b_ring, float* scale_ring,
+                        std::uint64_t* full, std::uint64_t* empty) {
+  const int m_padded = (p.m + 3) / 4 * 4;  // M-major columns are read in 16-byte units
+  int c = 0;
+  for (int t = cluster; t < p.cluster_tiles; t += clusters) {
+    const Tile tile = tile_at(p, t, rank);
+    const int scale_rows = max(0, min(kBlockM + 0, m_padded - tile.m0));
+    for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
+      const int s = c % kStages;
+      // Both blocks' consumers are done with the stage: this block's B half goes to both.
+      if (c >= kStages) mbarrier_wait(&empty[s], (c / kStages - 1) & 1);
+      mbarrier_arrive_expect_bytes(&full[s], kABytes + kBBytes + 4 * scale_rows);
+      gemv_tma::load_box(p.a_map, a_ring + s * kABytes, &full[s], kb * kBlockK, tile.m0);
+      load_box_multicast(p.b_map, b_ring + s * kBBytes + rank * kBHalfBytes, &full[s],
+                         kb * kBlockK, tile.n0 + static_cast<int>(rank) * (kBlockN / 2), 0x3);
+      if (scale_rows > 0) {
+        bulk_copy_to_shared(scale_ring + s * kBlockM,
+                            p.a_scales + kb * p.a_scale_stride_k + tile.m0, 4 * scale_rows,
+                            &full[s]);
+      }
+    }
+  }
+}
+
+// One consumer warpgroup's share of each tile: rows [64 * group, 64 * group + 64).
+__device__ void consume(const MulticastParams& p, unsigned rank, int cluster, int clusters,
+                        std::uint32_t a_ring, std::uint32_t b_ring, const float* scale_ring,
+                        std::uint64_t* full, std::uint64_t* empty) {
+  const int thread = threadIdx.x - 128;  // 0..255
+  const int group = thread / 128, lane = thread % 32;
+  const int row_lo = 64 * group + 16 * ((thread / 32) % 4) + lane / 4;  // and row_lo + 8
+  float sum[kValues];
+  float total[kValues];
+  int c = 0;  // K blocks consumed so far (the producer's sequence)
+  for (int t = cluster; t < p.cluster_tiles; t += clusters) {
+    const Tile tile = tile_at(p, t, rank);
+    // The tile's columns meet at most two 128-wide weight scale blocks: columns before
+    // `boundary` (a multiple of 8) use the first.
+    const int first_block = tile.n0 / 128;
+    const float* b_scales0 = p.b_scales + static_cast<std::int64_t>(first_block) * p.k_blocks;
+    const float* b_scales1 =
+        p.b_scales + static_cast<std::int64_t>(min(first_block + 1, p.n_scale_blocks - 1)) *
+                         p.k_blocks;
+    const int boundary = 128 * (first_block + 1) - tile.n0;
+#pragma unroll
+    for (int v = 0; v < kValues; ++v) total[v] = 0.0f;
+    for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
+      const int s = c % kStages;
+      const float bs0 = __ldg(b_scales0 + kb), bs1 = __ldg(b_scales1 + kb);
+      mbarrier_wait(&full[s], (c / kStages) & 1);
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+      gemv_wgmma::wgmma_fence();
+      const std::uint32_t a_stage = a_ring + s * kABytes + group * (kABytes / 2);
+      const std::uint32_t b_stage = b_ring + s * kBBytes;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        wgmma_m64n192k32(sum, gemv_tma::swizzled_descriptor(a_stage + 32 * q),
+                         gemv_tma::swizzled_descriptor(b_stage + 32 * q), q > 0);
+      }
+      gemv_wgmma::wgmma_commit();
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+      gemv_wgmma::wgmma_wait<0>();
+      const float* a_scales = scale_ring + s * kBlockM;
+      const float lo = a_scales[row_lo], hi = a_scales[row_lo + 8];
+      // Both blocks of the cluster wrote this stage's B: release it in both.
+      __syncwarp();
+      if (lane < kClusterM) mbarrier_arrive_in(&empty[s], lane);
+      const float lo0 = lo * bs0, hi0 = hi * bs0, lo1 = lo * bs1, hi1 = hi * bs1;
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) {
+        const bool first = 8 * (v / 4) < boundary;
+        const float scale = (v / 2) % 2 ? (first ? hi0 : hi1) : (first ? lo0 : lo1);
+        total[v] = fmaf(sum[v], scale, total[v]);
+      }
+    }
+
+    // Values v, v + 1 of a row are adjacent columns: one 4-byte store per pair.
+#pragma unroll
+    for (int v = 0; v < kValues; v += 2) {
+      const int row = tile.m0 + row_lo + 8 * ((v / 2) % 2);
+      const int col = tile.n0 + 8 * (v / 4) + 2 * (thread % 4);
+      if (row >= p.m || col >= p.n) continue;
+      __nv_bfloat16* out = p.d + static_cast<std::int64_t>(row) * p.ldd + col;
+      if (col + 1 < p.n && reinterpret_cast<std::uintptr_t>(out) % 4 == 0) {
+        *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(total[v], total[v + 1]);
+      } else {
+        out[0] = __float2bfloat16_rn(total[v]);
+        if (col + 1 < p.n) out[1] = __float2bfloat16_rn(total[v + 1]);
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    block_fp8_gemm_multicast_kernel(const __grid_constant__ MulticastParams params) {
+  extern __shared__ __align__(1024) unsigned char shared[];
+  const std::uint32_t raw = shared_address(shared);
+  const std::uint32_t a_ring = (raw + 1023) & ~1023u;
+  const std::uint32_t b_ring = a_ring + kStages * kABytes;
+  unsigned char* base = shared + (a_ring - raw);
+  auto* scale_ring = reinterpret_cast<float*>(base + kStages * (kABytes + kBBytes));
+  auto* full = reinterpret_cast<std::uint64_t*>(scale_ring + kStages * kBlockM);
+  std::uint64_t* empty = full + kStages;
+  const unsigned rank = cluster_rank();
+  const int cluster = blockIdx.x / kClusterM, clusters = gridDim.x / kClusterM;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);                             // the producer's expect-bytes
+      mbarrier_init(&empty[s], kClusterM * kConsumerWarps);  // every consumer warp of both
+    }
+    fence_barrier_init();
+  }
+  // Both blocks' barriers exist before either copies into or arrives on the other's.
+  cluster_sync();
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(
+                       &params.a_map)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(
+                       &params.b_map)) : "memory");
+      produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
+    consume(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+  }
+  // Neither block leaves while the other may still arrive on its barriers.
+  cluster_sync();
+}
+
+}  // namespace
+
+void launch_block_fp8_gemm_multicast(const BlockFp8GemmProblem& p, const float* a_scales,
+                                   std::int64_t a_scale_stride_k, cudaStream_t stream) {
+  MulticastParams params{};
+  if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM) ||
+      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN / kClusterM)) {
+    check_cuda(cudaErrorInvalidValue, "block_fp8_mm", "tensor maps of a and b (prefill128x192mc)");
+  }
+  params.a_scales = a_scales;
+  params.a_scale_stride_k = a_scale_stride_k;
+  params.b_scales = p.b_scales;
+  params.d = static_cast<__nv_bfloat16*>(p.d);
+  params.ldd = p.ldd;
+  params.m = static_cast<int>(p.m);
+  params.n = static_cast<int>(p.n);
+  params.k_blocks = static_cast<int>((p.k + kBlockK - 1) / kBlockK);
+  params.n_scale_blocks = static_cast<int>((p.n + 127) / 128);
+  const int m_blocks = static_cast<int>((p.m + kBlockM - 1) / kBlockM);
+  params.m_pairs = (m_blocks + kClusterM - 1) / kClusterM;
+  params.cluster_tiles = params.m_pairs * static_cast<int>((p.n + kBlockN - 1) / kBlockN);
+  if (params.cluster_tiles == 0) return;
+
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attribute;
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = kClusterM;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.blockDim = dim3(kThreads, 1, 1);
+  config.dynamicSmemBytes = kSharedBytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  // As many clusters as fit at once (a cluster's blocks share a GPC), then persistent.
+  auto* kernel = block_fp8_gemm_multicast_kernel;
+  static const int resident_clusters = [&config, kernel] {
+    int clusters = 0;
+    if (cudaFuncSetAttribute(kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kSharedBytes) != cudaSuccess) {
+      return 0;
+    }
+    config.gridDim = dim3(kClusterM, 1, 1);
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) !=
+        cudaSuccess) {
+      return 0;
+    }
+    return clusters;
+  }();
+  if (resident_clusters == 0) {
+    check_cuda(cudaErrorInvalidConfiguration, "block_fp8_mm",
+               "cluster occupancy (prefill128x192mc)");
+  }
+  const int clusters = std::min(params.cluster_tiles, resident_clusters);
+  config.gridDim = dim3(static_cast<unsigned>(kClusterM * clusters), 1, 1);
+  check_cuda(cudaLaunchKernelEx(&config, kernel, params), "block_fp8_mm",
+             "kernel launch (prefill128x192mc)");
+}
+
+}  // namespace lowbit::cuda
