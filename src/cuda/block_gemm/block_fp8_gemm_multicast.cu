@@ -20,6 +20,7 @@
 // (192 weight rows x 128 bytes), both with TMA's 128-byte swizzle (wgmma's K-major layout), and
 // the 128 activation scales of the block (As M-major with 16-byte aligned columns: the caller
 // realigns other layouts). Reads past M, N and K arrive as zeros.
+#include <cooperative_groups.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -31,6 +32,7 @@
 #include "../common/check.cuh"
 #include "../common/gemv_tma.cuh"
 #include "../common/gemv_wgmma.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/tensor_map.cuh"
 #include "block_fp8_gemm_multicast_launch.h"
 
@@ -90,15 +92,6 @@ __device__ __forceinline__ void wgmma_m64n192k32(float (&d)[kValues], std::uint6
 
 // ---- the cluster (PTX ISA 7.8) ----
 
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-  return rank;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n"
-               ::: "memory");
-}
 // One arrival on the barrier at `barrier`'s offset in block `rank` of the cluster. (With
 // .release.cluster ptxas put a MEMBAR.ALL.GPU before every arrival: the kernel ran at half speed.)
 __device__ __forceinline__ void mbarrier_arrive_in(std::uint64_t* barrier, unsigned rank) {
@@ -128,7 +121,8 @@ struct Tile {
   int m0, n0;
 };
 // Cluster tiles run M-fastest: the clusters resident at once share a few weight column blocks.
-// Block `rank` of the cluster takes the rank-th 128 tokens of the pair.
+// Block `rank` of the cluster (blockIdx.y: a cluster is one grid column) takes the rank-th 128
+// tokens of the pair.
 __device__ __forceinline__ Tile tile_at(const MulticastParams& p, int cluster_tile, unsigned rank) {
   const int pair = cluster_tile % p.m_pairs, n_block = cluster_tile / p.m_pairs;
   return {(kClusterM * pair + static_cast<int>(rank)) * kBlockM, n_block * kBlockN};
@@ -141,7 +135,7 @@ __device__ void produce(const MulticastParams& p, unsigned rank, int cluster, in
   int c = 0;
   for (int t = cluster; t < p.cluster_tiles; t += clusters) {
     const Tile tile = tile_at(p, t, rank);
-    const int scale_rows = max(0, min(kBlockM + 0, m_padded - tile.m0));
+    const int scale_rows = max(0, min(int{kBlockM}, m_padded - tile.m0));
     for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
       const int s = c % kStages;
       // Both blocks' consumers are done with the stage: this block's B half goes to both.
@@ -240,8 +234,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto* scale_ring = reinterpret_cast<float*>(base + kStages * (kABytes + kBBytes));
   auto* full = reinterpret_cast<std::uint64_t*>(scale_ring + kStages * kBlockM);
   std::uint64_t* empty = full + kStages;
-  const unsigned rank = cluster_rank();
-  const int cluster = blockIdx.x / kClusterM, clusters = gridDim.x / kClusterM;
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster_group = cg::this_cluster();
+  const unsigned rank = blockIdx.y;
+  const int cluster = blockIdx.x, clusters = gridDim.x;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&full[s], 1);                             // the producer's expect-bytes
@@ -250,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_barrier_init();
   }
   // Both blocks' barriers exist before either copies into or arrives on the other's.
-  cluster_sync();
+  cluster_group.sync();
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
     if (threadIdx.x == 0) {
@@ -265,17 +261,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     consume(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
   }
   // Neither block leaves while the other may still arrive on its barriers.
-  cluster_sync();
+  cluster_group.sync();
 }
 
 }  // namespace
 
 void launch_block_fp8_gemm_multicast(const BlockFp8GemmProblem& p, const float* a_scales,
-                                   std::int64_t a_scale_stride_k, cudaStream_t stream) {
+                                     std::int64_t a_scale_stride_k, cudaStream_t stream) {
   MulticastParams params{};
   if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM) ||
       !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN / kClusterM)) {
-    check_cuda(cudaErrorInvalidValue, "block_fp8_mm", "tensor maps of a and b (prefill128x192mc)");
+    check_cuda(cudaErrorInvalidValue, "block_fp8_mm",
+               "tensor maps of a and b (prefill128x192mc)");
   }
   params.a_scales = a_scales;
   params.a_scale_stride_k = a_scale_stride_k;
@@ -291,41 +288,20 @@ void launch_block_fp8_gemm_multicast(const BlockFp8GemmProblem& p, const float* 
   params.cluster_tiles = params.m_pairs * static_cast<int>((p.n + kBlockN - 1) / kBlockN);
   if (params.cluster_tiles == 0) return;
 
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attribute;
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = kClusterM;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.blockDim = dim3(kThreads, 1, 1);
-  config.dynamicSmemBytes = kSharedBytes;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  KernelLaunch launch;
+  launch.threads = kThreads;
+  launch.shared_bytes = kSharedBytes;
+  launch.cluster_along_y = true;
+  launch.grid = dim3(1, kClusterM, 1);
   // As many clusters as fit at once (a cluster's blocks share a GPC), then persistent.
-  auto* kernel = block_fp8_gemm_multicast_kernel;
-  static const int resident_clusters = [&config, kernel] {
-    int clusters = 0;
-    if (cudaFuncSetAttribute(kernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             kSharedBytes) != cudaSuccess) {
-      return 0;
-    }
-    config.gridDim = dim3(kClusterM, 1, 1);
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) !=
-        cudaSuccess) {
-      return 0;
-    }
-    return clusters;
-  }();
-  if (resident_clusters == 0) {
+  static const int resident = resident_clusters(block_fp8_gemm_multicast_kernel, launch);
+  if (resident == 0) {
     check_cuda(cudaErrorInvalidConfiguration, "block_fp8_mm",
                "cluster occupancy (prefill128x192mc)");
   }
-  const int clusters = std::min(params.cluster_tiles, resident_clusters);
-  config.gridDim = dim3(static_cast<unsigned>(kClusterM * clusters), 1, 1);
-  check_cuda(cudaLaunchKernelEx(&config, kernel, params), "block_fp8_mm",
-             "kernel launch (prefill128x192mc)");
+  launch.grid.x = static_cast<unsigned>(std::min(params.cluster_tiles, resident));
+  check_cuda(launch_kernel(block_fp8_gemm_multicast_kernel, params, launch, stream),
+             "block_fp8_mm", "kernel launch (prefill128x192mc)");
 }
 
 }  // namespace lowbit::cuda

@@ -1,5 +1,6 @@
-// Launching the decode kernels: an optional cluster along the grid's y dimension (the K split of
-// common/gemv_wgmma.cuh and common/gemv_tma.cuh) and optional programmatic dependent launch.
+// Launching lowbit's own kernels: an optional cluster along the grid's y dimension (the K split of
+// common/gemv_wgmma.cuh and common/gemv_tma.cuh, the block pairs of block_fp8_gemm_multicast.cu)
+// and optional programmatic dependent launch.
 //
 // Programmatic dependent launch (PDL, sm_90): a kernel launched with it may start while the
 // stream's previous kernel is still running, once every block of that kernel has called
@@ -34,21 +35,14 @@ struct KernelLaunch {
   bool dependent = false;        // programmatic dependent launch
 };
 
-// Launches `kernel(param)` as `launch` describes on `stream`.
-template <typename Param>
-inline cudaError_t launch_kernel(void (*kernel)(Param), const Param& param,
-                                 const KernelLaunch& launch, cudaStream_t stream) {
-  if (launch.shared_bytes > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(launch.shared_bytes));
-    if (status != cudaSuccess) return status;
-  }
+// The launch configuration of `launch`; `attributes` (2 entries) backs config.attrs.
+inline cudaLaunchConfig_t launch_config(const KernelLaunch& launch, cudaStream_t stream,
+                                        cudaLaunchAttribute (&attributes)[2]) {
   cudaLaunchConfig_t config = {};
   config.gridDim = launch.grid;
   config.blockDim = dim3(launch.threads, 1, 1);
   config.dynamicSmemBytes = launch.shared_bytes;
   config.stream = stream;
-  cudaLaunchAttribute attributes[2];
   unsigned count = 0;
   if (launch.cluster_along_y && launch.grid.y > 1) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
@@ -64,7 +58,37 @@ inline cudaError_t launch_kernel(void (*kernel)(Param), const Param& param,
   }
   config.attrs = attributes;
   config.numAttrs = count;
+  return config;
+}
+
+template <typename Param>
+inline cudaError_t allow_shared_bytes(void (*kernel)(Param), const KernelLaunch& launch) {
+  if (launch.shared_bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(launch.shared_bytes));
+}
+
+// Launches `kernel(param)` as `launch` describes on `stream`.
+template <typename Param>
+inline cudaError_t launch_kernel(void (*kernel)(Param), const Param& param,
+                                 const KernelLaunch& launch, cudaStream_t stream) {
+  const cudaError_t status = allow_shared_bytes(kernel, launch);
+  if (status != cudaSuccess) return status;
+  cudaLaunchAttribute attributes[2];
+  const cudaLaunchConfig_t config = launch_config(launch, stream, attributes);
   return cudaLaunchKernelEx(&config, kernel, param);
+}
+
+// How many clusters of `launch` (one grid column each: cluster_along_y) the device holds at
+// once; 0 when the query fails.
+template <typename Param>
+inline int resident_clusters(void (*kernel)(Param), const KernelLaunch& launch) {
+  if (allow_shared_bytes(kernel, launch) != cudaSuccess) return 0;
+  cudaLaunchAttribute attributes[2];
+  const cudaLaunchConfig_t config = launch_config(launch, nullptr, attributes);
+  int clusters = 0;
+  return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess ? clusters
+                                                                                   : 0;
 }
 
 }  // namespace lowbit::cuda
