@@ -69,7 +69,8 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
               "TFLOP/s", "wGB/s", "%copy", "ltblk us", "TFLOP/s", "x blk", "lt1 us", "TFLOP/s", "x pt",
               "each config forced (us)");
   const std::vector<std::int64_t> token_counts =
-      options.quick ? std::vector<std::int64_t>{1, 4096} : std::vector<std::int64_t>{1, 16, 32, 64, 128, 4096};
+      options.quick ? std::vector<std::int64_t>{1, 4096}
+                    : std::vector<std::int64_t>{1, 16, 32, 64, 128, 512, 1024, 4096, 8192};
   nlohmann::json results = nlohmann::json::array();
   for (const GemmShape& s : kShapes) {
     const std::int64_t n = s.n, k = s.k, kb = (k + 127) / 128, nb = (n + 127) / 128;

@@ -2,8 +2,8 @@
 // style of DeepGEMM: 128 x 192 output tiles, a persistent grid of 2-block clusters that walk the
 // tiles, one producer warpgroup and two consumer warpgroups of 64 tokens each. Chosen only when
 // forced (LOWBIT_BLOCK_GEMM=prefill128x192mc): on an H200 it is still slower than the CUTLASS
-// tile on every DeepSeek-V3 shape but kv_a (docs/perf/block_gemm.md, "lowbit's own prefill
-// kernel"); it is the base for the promotion overlap that CUTLASS's collective lacks.
+// tile on every DeepSeek-V3 shape but kv_a at M = 4096 (docs/perf/block_gemm.md, "lowbit's own
+// prefill kernel").
 //
 // Why multicast: CUTLASS's 128 x 128 tiles read 24 KB from L2 per 128-deep K block (A multicast
 // over a 1 x 2 cluster) for 4.2 MFLOP, and both it and a first version of this kernel (32 KB,
@@ -12,9 +12,9 @@
 // 16 KB of A + 12 KB of B per block and K block for 6.3 MFLOP (4.45e-3 bytes per flop against
 // 5.9e-3).
 //
-// Per K block each consumer warpgroup waits for its wgmma and promotes the sum into fp32
-// registers, scaled by As[m, kb] * Bs[n / 128, kb] (a second register set to overlap the
-// promotion with the next wgmma does not fit next to the 96 totals at this width).
+// Per K block each consumer warpgroup promotes its tensor-core sums into fp32 registers, scaled
+// by As[m, kb] * Bs[n / 128, kb]. It multiplies the tile's two column halves as separate wgmma
+// groups, so one half's promotion overlaps the other half's wgmma (accumulate_tile).
 //
 // Shared memory: a ring of stages, each holding one K block of A (128 tokens x 128 bytes), of B
 // (192 weight rows x 128 bytes), both with TMA's 128-byte swizzle (wgmma's K-major layout), and
@@ -44,16 +44,19 @@ constexpr int kBlockM = 128, kBlockN = 192, kBlockK = 128, kClusterM = 2;
 constexpr int kConsumerWarps = 8;  // two warpgroups, 64 tokens each
 // Warpgroup 0 produces (one thread issues the copies), 1 and 2 consume. Registers are split by
 // setmaxnreg: 3 warpgroups get 168 each at launch; the producer needs few, each consumer thread
-// holds a K block's 96-value sum and the 96 totals.
+// holds a K block's two 48-value half sums and the 96 totals.
 constexpr int kThreads = 128 + 32 * kConsumerWarps;
 constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
 constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
-constexpr int kBHalfBytes = kBBytes / kClusterM;  // each block of the cluster loads one half
+// Each block of the cluster loads one half of the weight rows; the consumers multiply the same
+// halves (the tile's column halves) as separate wgmma groups.
+constexpr int kBHalfBytes = kBBytes / kClusterM;
 constexpr int kScaleBytes = kBlockM * 4;
 constexpr int kStageBytes = kABytes + kBBytes + kScaleBytes;
 constexpr int kStages = (227 * 1024 - 1024 - 256) / kStageBytes;
 constexpr int kSharedBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
 constexpr int kValues = kBlockN / 2;  // a warpgroup's 64 x kBlockN fp32 tile over 128 threads
+constexpr int kHalfValues = kValues / 2;  // one column half
 static_assert(kBHalfBytes % 1024 == 0, "a B half must keep the 8-row swizzle pattern");
 static_assert(kBlockN % 8 == 0 && kBlockN <= 256, "wgmma n");
 
@@ -68,24 +71,20 @@ struct MulticastParams {
   int m, n, k_blocks, n_scale_blocks, m_pairs, cluster_tiles;
 };
 
-// D (64 x 192) = A (64 x 32, shared) * B (32 x 192, shared) + (accumulate ? D : 0).
-__device__ __forceinline__ void wgmma_m64n192k32(float (&d)[kValues], std::uint64_t a,
-                                                 std::uint64_t b, bool accumulate) {
+// D (64 x 96) = A (64 x 32, shared) * B (32 x 96, shared) + (accumulate ? D : 0).
+__device__ __forceinline__ void wgmma_m64n96k32(float (&d)[kHalfValues], std::uint64_t a,
+                                                std::uint64_t b, bool accumulate) {
 #define LOWBIT_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                      "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 "
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
       "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, "
-      "%96, %97, p, 1, 1;\n}\n"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, "
+      "%48, %49, p, 1, 1;\n}\n"
       : LOWBIT_D8(0), LOWBIT_D8(8), LOWBIT_D8(16), LOWBIT_D8(24), LOWBIT_D8(32),
-        LOWBIT_D8(40), LOWBIT_D8(48), LOWBIT_D8(56), LOWBIT_D8(64), LOWBIT_D8(72),
-        LOWBIT_D8(80), LOWBIT_D8(88)
+        LOWBIT_D8(40)
       : "l"(a), "l"(b), "r"(int{accumulate}));
 #undef LOWBIT_D8
 }
@@ -153,58 +152,138 @@ __device__ void produce(const MulticastParams& p, unsigned rank, int cluster, in
   }
 }
 
-// One consumer warpgroup's share of each tile: rows [64 * group, 64 * group + 64).
-__device__ void consume(const MulticastParams& p, unsigned rank, int cluster, int clusters,
-                        std::uint32_t a_ring, std::uint32_t b_ring, const float* scale_ring,
-                        std::uint64_t* full, std::uint64_t* empty) {
+struct ConsumerRing {
+  std::uint32_t a_ring, b_ring;
+  const float* scale_ring;
+  std::uint64_t* full;
+  std::uint64_t* empty;
+};
+
+// Issues the four 32-deep wgmma of column half `half` of K block `c` as one group.
+__device__ __forceinline__ void issue_half(const ConsumerRing& ring, int c, int group, int half,
+                                           float (&sum)[kHalfValues]) {
+  const int s = c % kStages;
+  const std::uint32_t a_stage = ring.a_ring + s * kABytes + group * (kABytes / 2);
+  const std::uint32_t b_stage = ring.b_ring + s * kBBytes + half * kBHalfBytes;
+#pragma unroll
+  for (int v = 0; v < kHalfValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+  gemv_wgmma::wgmma_fence();
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    wgmma_m64n96k32(sum, gemv_tma::swizzled_descriptor(a_stage + 32 * q),
+                    gemv_tma::swizzled_descriptor(b_stage + 32 * q), q > 0);
+  }
+  gemv_wgmma::wgmma_commit();
+}
+
+// After the wait that retires `sum`'s group: its reads stay below the wait.
+__device__ __forceinline__ void fence_sum(float (&sum)[kHalfValues]) {
+#pragma unroll
+  for (int v = 0; v < kHalfValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+}
+
+// As[m, kb] * Bs[first or second weight scale block, kb] for the thread's rows lo and lo + 8.
+struct BlockScales {
+  float lo0, hi0, lo1, hi1;
+};
+
+// total[half's values] += sum * As * Bs, the weight scale block chosen per 8 columns at
+// compile time (column 8 (v / 4) + ... of the tile for value v of the whole tile).
+template <int kBoundary, int kHalf>
+__device__ __forceinline__ void promote_half(const float (&sum)[kHalfValues],
+                                             float (&total)[kValues], const BlockScales& sc) {
+#pragma unroll
+  for (int v = 0; v < kHalfValues; ++v) {
+    const int value = kHalf * kHalfValues + v;
+    const bool first = 8 * (value / 4) < kBoundary;
+    const float scale = (v / 2) % 2 ? (first ? sc.hi0 : sc.hi1) : (first ? sc.lo0 : sc.lo1);
+    total[value] = fmaf(sum[v], scale, total[value]);
+  }
+}
+
+// One consumer warpgroup's K loop over a tile: rows [64 * group, 64 * group + 64), summed into
+// `total`. The tile's columns are multiplied in two halves with their own sums and wgmma
+// groups, so the tensor core runs one half while the other is promoted:
+//   issue half 0 of kb + 1 | promote half 1 of kb | issue half 1 of kb + 1 |
+//   wait for half 0 of kb + 1 and promote it | wait for half 1 of kb + 1.
+// (With one 192-wide sum the group had to finish before its promotion, and the tensor core
+// idled through every promotion.) No group is pending at the loop's back edge: with one
+// pending there, ptxas serialized every wgmma.
+// A 192-wide tile meets two 128-wide weight scale blocks; its columns before kBoundary use the
+// first. kBoundary is 128 for even column blocks and 64 for odd ones.
+template <int kBoundary>
+__device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const Tile& tile,
+                                                const ConsumerRing& ring, int& c,
+                                                float (&sum0)[kHalfValues],
+                                                float (&sum1)[kHalfValues],
+                                                float (&total)[kValues]) {
   const int thread = threadIdx.x - 128;  // 0..255
   const int group = thread / 128, lane = thread % 32;
   const int row_lo = 64 * group + 16 * ((thread / 32) % 4) + lane / 4;  // and row_lo + 8
-  float sum[kValues];
+  const int first_block = tile.n0 / 128;
+  const float* b_scales0 = p.b_scales + static_cast<std::int64_t>(first_block) * p.k_blocks;
+  const float* b_scales1 =
+      p.b_scales +
+      static_cast<std::int64_t>(min(first_block + 1, p.n_scale_blocks - 1)) * p.k_blocks;
+  auto scales_of = [&](int kb, int stage) {
+    const float bs0 = __ldg(b_scales0 + kb), bs1 = __ldg(b_scales1 + kb);
+    const float* a_scales = ring.scale_ring + stage * kBlockM;
+    const float lo = a_scales[row_lo], hi = a_scales[row_lo + 8];
+    return BlockScales{lo * bs0, hi * bs0, lo * bs1, hi * bs1};
+  };
+  // Both blocks of the cluster wrote a stage's B: release it in both.
+  auto release = [&](int stage) {
+    __syncwarp();
+    if (lane < kClusterM) mbarrier_arrive_in(&ring.empty[stage], lane);
+  };
+  auto wait_full = [&](int i) { mbarrier_wait(&ring.full[i % kStages], (i / kStages) & 1); };
+
+  wait_full(c);
+  issue_half(ring, c, group, 0, sum0);
+  issue_half(ring, c, group, 1, sum1);
+  BlockScales sc = scales_of(0, c % kStages);
+  gemv_wgmma::wgmma_wait<1>();
+  fence_sum(sum0);
+  promote_half<kBoundary, 0>(sum0, total, sc);
+  gemv_wgmma::wgmma_wait<0>();
+  fence_sum(sum1);
+  release(c % kStages);
+  for (int kb = 1; kb < p.k_blocks; ++kb) {
+    wait_full(c + 1);
+    issue_half(ring, c + 1, group, 0, sum0);
+    promote_half<kBoundary, 1>(sum1, total, sc);  // K block kb - 1
+    issue_half(ring, c + 1, group, 1, sum1);
+    ++c;
+    sc = scales_of(kb, c % kStages);
+    gemv_wgmma::wgmma_wait<1>();
+    fence_sum(sum0);
+    promote_half<kBoundary, 0>(sum0, total, sc);
+    gemv_wgmma::wgmma_wait<0>();
+    fence_sum(sum1);
+    release(c % kStages);
+  }
+  promote_half<kBoundary, 1>(sum1, total, sc);
+  ++c;
+}
+
+// One consumer warpgroup's share of each tile.
+__device__ void consume(const MulticastParams& p, unsigned rank, int cluster, int clusters,
+                        const ConsumerRing& ring) {
+  const int thread = threadIdx.x - 128;  // 0..255
+  const int group = thread / 128, lane = thread % 32;
+  const int row_lo = 64 * group + 16 * ((thread / 32) % 4) + lane / 4;  // and row_lo + 8
+  float sum0[kHalfValues], sum1[kHalfValues];
   float total[kValues];
   int c = 0;  // K blocks consumed so far (the producer's sequence)
   for (int t = cluster; t < p.cluster_tiles; t += clusters) {
     const Tile tile = tile_at(p, t, rank);
-    // The tile's columns meet at most two 128-wide weight scale blocks: columns before
-    // `boundary` (a multiple of 8) use the first.
-    const int first_block = tile.n0 / 128;
-    const float* b_scales0 = p.b_scales + static_cast<std::int64_t>(first_block) * p.k_blocks;
-    const float* b_scales1 =
-        p.b_scales + static_cast<std::int64_t>(min(first_block + 1, p.n_scale_blocks - 1)) *
-                         p.k_blocks;
-    const int boundary = 128 * (first_block + 1) - tile.n0;
 #pragma unroll
     for (int v = 0; v < kValues; ++v) total[v] = 0.0f;
-    for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
-      const int s = c % kStages;
-      const float bs0 = __ldg(b_scales0 + kb), bs1 = __ldg(b_scales1 + kb);
-      mbarrier_wait(&full[s], (c / kStages) & 1);
-#pragma unroll
-      for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
-      gemv_wgmma::wgmma_fence();
-      const std::uint32_t a_stage = a_ring + s * kABytes + group * (kABytes / 2);
-      const std::uint32_t b_stage = b_ring + s * kBBytes;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        wgmma_m64n192k32(sum, gemv_tma::swizzled_descriptor(a_stage + 32 * q),
-                         gemv_tma::swizzled_descriptor(b_stage + 32 * q), q > 0);
-      }
-      gemv_wgmma::wgmma_commit();
-#pragma unroll
-      for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
-      gemv_wgmma::wgmma_wait<0>();
-      const float* a_scales = scale_ring + s * kBlockM;
-      const float lo = a_scales[row_lo], hi = a_scales[row_lo + 8];
-      // Both blocks of the cluster wrote this stage's B: release it in both.
-      __syncwarp();
-      if (lane < kClusterM) mbarrier_arrive_in(&empty[s], lane);
-      const float lo0 = lo * bs0, hi0 = hi * bs0, lo1 = lo * bs1, hi1 = hi * bs1;
-#pragma unroll
-      for (int v = 0; v < kValues; ++v) {
-        const bool first = 8 * (v / 4) < boundary;
-        const float scale = (v / 2) % 2 ? (first ? hi0 : hi1) : (first ? lo0 : lo1);
-        total[v] = fmaf(sum[v], scale, total[v]);
-      }
+    static_assert(2 * kBlockN == 3 * 128, "column blocks start 0 or 64 past a scale block");
+    if (tile.n0 % 128 == 0) {
+      accumulate_tile<128>(p, tile, ring, c, sum0, sum1, total);
+    } else {
+      accumulate_tile<64>(p, tile, ring, c, sum0, sum1, total);
     }
 
     // Values v, v + 1 of a row are adjacent columns: one 4-byte store per pair.
@@ -258,7 +337,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-    consume(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+    const ConsumerRing ring{a_ring, b_ring, scale_ring, full, empty};
+    consume(params, rank, cluster, clusters, ring);
   }
   // Neither block leaves while the other may still arrive on its barriers.
   cluster_group.sync();
