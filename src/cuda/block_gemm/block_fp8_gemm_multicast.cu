@@ -237,6 +237,7 @@ __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const 
     if (lane < kClusterM) mbarrier_arrive_in(&ring.empty[stage], lane);
   };
   auto wait_full = [&](int i) { mbarrier_wait(&ring.full[i % kStages], (i / kStages) & 1); };
+  if (p.k_blocks == 0) return;  // K = 0: the producer loads nothing; the tile is zeros
 
   wait_full(c);
   issue_half(ring, c, group, 0, sum0);
