@@ -159,14 +159,19 @@ struct ConsumerRing {
   std::uint64_t* empty;
 };
 
+// Keeps the compiler from moving accesses of `sum` across a wgmma issue or wait.
+__device__ __forceinline__ void fence_sum(float (&sum)[kHalfValues]) {
+#pragma unroll
+  for (int v = 0; v < kHalfValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+}
+
 // Issues the four 32-deep wgmma of column half `half` of K block `c` as one group.
 __device__ __forceinline__ void issue_half(const ConsumerRing& ring, int c, int group, int half,
                                            float (&sum)[kHalfValues]) {
   const int s = c % kStages;
   const std::uint32_t a_stage = ring.a_ring + s * kABytes + group * (kABytes / 2);
   const std::uint32_t b_stage = ring.b_ring + s * kBBytes + half * kBHalfBytes;
-#pragma unroll
-  for (int v = 0; v < kHalfValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+  fence_sum(sum);
   gemv_wgmma::wgmma_fence();
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -174,12 +179,6 @@ __device__ __forceinline__ void issue_half(const ConsumerRing& ring, int c, int 
                     gemv_tma::swizzled_descriptor(b_stage + 32 * q), q > 0);
   }
   gemv_wgmma::wgmma_commit();
-}
-
-// After the wait that retires `sum`'s group: its reads stay below the wait.
-__device__ __forceinline__ void fence_sum(float (&sum)[kHalfValues]) {
-#pragma unroll
-  for (int v = 0; v < kHalfValues; ++v) gemv_wgmma::fence_operand(sum[v]);
 }
 
 // As[m, kb] * Bs[first or second weight scale block, kb] for the thread's rows lo and lo + 8.
@@ -237,24 +236,10 @@ __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const 
     if (lane < kClusterM) mbarrier_arrive_in(&ring.empty[stage], lane);
   };
   auto wait_full = [&](int i) { mbarrier_wait(&ring.full[i % kStages], (i / kStages) & 1); };
-  if (p.k_blocks == 0) return;  // K = 0: the producer loads nothing; the tile is zeros
-
-  wait_full(c);
-  issue_half(ring, c, group, 0, sum0);
-  issue_half(ring, c, group, 1, sum1);
-  BlockScales sc = scales_of(0, c % kStages);
-  gemv_wgmma::wgmma_wait<1>();
-  fence_sum(sum0);
-  promote_half<kBoundary, 0>(sum0, total, sc);
-  gemv_wgmma::wgmma_wait<0>();
-  fence_sum(sum1);
-  release(c % kStages);
-  for (int kb = 1; kb < p.k_blocks; ++kb) {
-    wait_full(c + 1);
-    issue_half(ring, c + 1, group, 0, sum0);
-    promote_half<kBoundary, 1>(sum1, total, sc);  // K block kb - 1
-    issue_half(ring, c + 1, group, 1, sum1);
-    ++c;
+  // Both halves of K block kb (stage c) issued: promote half 0 while half 1 runs, then wait for
+  // half 1 (promoted with the next block's issue) and free the stage.
+  BlockScales sc;
+  auto finish_block = [&](int kb) {
     sc = scales_of(kb, c % kStages);
     gemv_wgmma::wgmma_wait<1>();
     fence_sum(sum0);
@@ -262,6 +247,20 @@ __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const 
     gemv_wgmma::wgmma_wait<0>();
     fence_sum(sum1);
     release(c % kStages);
+  };
+  if (p.k_blocks == 0) return;  // K = 0: the producer loads nothing; the tile is zeros
+
+  wait_full(c);
+  issue_half(ring, c, group, 0, sum0);
+  issue_half(ring, c, group, 1, sum1);
+  finish_block(0);
+  for (int kb = 1; kb < p.k_blocks; ++kb) {
+    wait_full(c + 1);
+    issue_half(ring, c + 1, group, 0, sum0);
+    promote_half<kBoundary, 1>(sum1, total, sc);  // K block kb - 1
+    issue_half(ring, c + 1, group, 1, sum1);
+    ++c;
+    finish_block(kb);
   }
   promote_half<kBoundary, 1>(sum1, total, sc);
   ++c;
