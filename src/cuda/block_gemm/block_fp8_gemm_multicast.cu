@@ -202,14 +202,16 @@ __device__ __forceinline__ void promote_half(const float (&sum)[kHalfValues],
 
 // One consumer warpgroup's K loop over a tile: rows [64 * group, 64 * group + 64), summed into
 // `total`. The tile's columns are multiplied in two halves with their own sums and wgmma
-// groups, so the tensor core runs one half while the other is promoted:
-//   issue half 0 of kb + 1 | promote half 1 of kb | issue half 1 of kb + 1 |
-//   wait for half 0 of kb + 1 and promote it | wait for half 1 of kb + 1.
-// (With one 192-wide sum the group had to finish before its promotion, and the tensor core
-// idled through every promotion.) No group is pending at the loop's back edge: with one
-// pending there, ptxas serialized every wgmma.
+// groups, so the tensor core runs one half while the other is promoted. Within a run of
+// kBlocksPerDrain K blocks the warpgroup always has a group in flight:
+//   issue both halves of kb | wait for half 0, promote it | issue half 0 of kb + 1 |
+//   wait for half 1 of kb, promote it | issue half 1 of kb + 1 | ...
+// and only the run's last block is waited for in full. ptxas serializes every wgmma when a
+// group is pending at a loop's back edge, so each run is straight-line code and nothing is
+// pending between runs. (Draining every block instead was 4-8% slower on H200.)
 // A 192-wide tile meets two 128-wide weight scale blocks; its columns before kBoundary use the
 // first. kBoundary is 128 for even column blocks and 64 for odd ones.
+constexpr int kBlocksPerDrain = 4;
 template <int kBoundary>
 __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const Tile& tile,
                                                 const ConsumerRing& ring, int& c,
@@ -236,34 +238,55 @@ __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const 
     if (lane < kClusterM) mbarrier_arrive_in(&ring.empty[stage], lane);
   };
   auto wait_full = [&](int i) { mbarrier_wait(&ring.full[i % kStages], (i / kStages) & 1); };
-  // Both halves of K block kb (stage c) issued: promote half 0 while half 1 runs, then wait for
-  // half 1 (promoted with the next block's issue) and free the stage.
   BlockScales sc;
-  auto finish_block = [&](int kb) {
+  auto start_run = [&]() {  // issues both halves of the block in stage c
+    wait_full(c);
+    issue_half(ring, c, group, 0, sum0);
+    issue_half(ring, c, group, 1, sum1);
+  };
+  // Block kb (stage c) was issued in both halves: waits for half 0 and promotes it while half 1
+  // runs.
+  auto promote_first_half = [&](int kb) {
     sc = scales_of(kb, c % kStages);
     gemv_wgmma::wgmma_wait<1>();
     fence_sum(sum0);
     promote_half<kBoundary, 0>(sum0, total, sc);
+  };
+  // Then, within a run: issues half 0 of the next block, and waits for half 1 and promotes it
+  // while that runs, before issuing half 1 of the next block in its place.
+  auto advance = [&](int kb) {
+    promote_first_half(kb);
+    wait_full(c + 1);
+    issue_half(ring, c + 1, group, 0, sum0);
+    gemv_wgmma::wgmma_wait<1>();
+    fence_sum(sum1);
+    release(c % kStages);
+    promote_half<kBoundary, 1>(sum1, total, sc);
+    issue_half(ring, c + 1, group, 1, sum1);
+    ++c;
+  };
+  // Or, for the run's last block: waits for half 1, frees the stage and promotes it. (Promoting
+  // it while the next run's first half runs made ptxas insert a wait there: it does not carry
+  // the wait across the loop's back edge.)
+  auto finish_run = [&](int kb) {
+    promote_first_half(kb);
     gemv_wgmma::wgmma_wait<0>();
     fence_sum(sum1);
     release(c % kStages);
-  };
-  if (p.k_blocks == 0) return;  // K = 0: the producer loads nothing; the tile is zeros
-
-  wait_full(c);
-  issue_half(ring, c, group, 0, sum0);
-  issue_half(ring, c, group, 1, sum1);
-  finish_block(0);
-  for (int kb = 1; kb < p.k_blocks; ++kb) {
-    wait_full(c + 1);
-    issue_half(ring, c + 1, group, 0, sum0);
-    promote_half<kBoundary, 1>(sum1, total, sc);  // K block kb - 1
-    issue_half(ring, c + 1, group, 1, sum1);
+    promote_half<kBoundary, 1>(sum1, total, sc);
     ++c;
-    finish_block(kb);
+  };
+  int kb = 0;
+  for (; kb + kBlocksPerDrain <= p.k_blocks; kb += kBlocksPerDrain) {
+    start_run();
+#pragma unroll
+    for (int j = 0; j + 1 < kBlocksPerDrain; ++j) advance(kb + j);
+    finish_run(kb + kBlocksPerDrain - 1);
   }
-  promote_half<kBoundary, 1>(sum1, total, sc);
-  ++c;
+  for (; kb < p.k_blocks; ++kb) {
+    start_run();
+    finish_run(kb);
+  }
 }
 
 // One consumer warpgroup's share of each tile.
