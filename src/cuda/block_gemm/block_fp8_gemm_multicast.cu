@@ -1,9 +1,9 @@
 // Prefill path of block_fp8_mm written directly on TMA, mbarriers and wgmma (sm_90a), in the
 // style of DeepGEMM: 128 x 192 output tiles, a persistent grid of 2-block clusters that walk the
-// tiles, one producer warpgroup and two consumer warpgroups of 64 tokens each. Chosen only when
-// forced (LOWBIT_BLOCK_GEMM=prefill128x192mc): on an H200 it is still slower than the CUTLASS
-// tile on every DeepSeek-V3 shape but kv_a at M = 4096 (docs/perf/block_gemm.md, "lowbit's own
-// prefill kernel").
+// tiles, one producer warpgroup and two consumer warpgroups of 64 tokens each. The heuristic
+// picks it for narrow weights at large M only (DeepSeek-V3's kv_a at M >= 4096): on an H200 it
+// is still slower than the CUTLASS tile on the other DeepSeek-V3 shapes (docs/perf/block_gemm.md,
+// "lowbit's own prefill kernel").
 //
 // Why multicast: CUTLASS's 128 x 128 tiles read 24 KB from L2 per 128-deep K block (A multicast
 // over a 1 x 2 cluster) for 4.2 MFLOP, and both it and a first version of this kernel (32 KB,

@@ -17,7 +17,7 @@ enum class BlockGemmTile : std::uint8_t {
   kGemvWgmma,       // M <= 32: wgmma GEMV, 64 weight rows per block, K split over warpgroups/cluster
   kGemvTma,         // M <= 64: wgmma GEMV fed by TMA, 64 weight rows per block, K split over cluster
   // lowbit's own TMA/wgmma kernel: 128 x 192 tiles, weight tile multicast over a 2-block
-  // cluster, bf16 output (block_fp8_gemm_multicast.cu); forced only, slower than CUTLASS so far
+  // cluster, bf16 output (block_fp8_gemm_multicast.cu); chosen for narrow weights at large M
   kPrefill128x192Multicast,
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {

@@ -2,7 +2,8 @@
 // the floor, so the swapped (decode) tiles put the tokens in wgmma's N (32 or 64) instead of
 // padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM;
 // a persistent pingpong 64 x 128 tile serves short K and M up to 128; above that, the 128 x 128
-// cooperative tile (docs/block_gemm.md, docs/perf/block_gemm.md).
+// cooperative tile, and for narrow weights at large M lowbit's 128 x 192 multicast tile
+// (docs/block_gemm.md, docs/perf/block_gemm.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -86,13 +87,21 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // fixed costs outweigh its balance when K is short, where the persistent pingpong tile
     // wins; at long K the swapped stream-K tiles win for M <= 64; the 128 x 128 cooperative
     // tile wins at large M except for the shortest K.
-    if (m <= 128 && k <= 2048) {
+    // Narrow weights (DeepSeek-V3's kv_a, N = 576) give the 128 x 128 tile few columns of
+    // tiles. Measured on an H200 (docs/perf/block_gemm.md, sweep of 2026-11-22): at M = 512 and
+    // 1024 the pingpong tile's 64-row tiles were 13-15% faster (22.2 / 23.4 against 25.8 /
+    // 26.8 us); at M = 4096 the 128 x 192 multicast tile's 48 cluster tiles fill one wave where
+    // 160 tiles of 128 x 128 take two (46.7 against 60.5 us), at 8192 level (91.0 / 92.4).
+    const bool narrow = n <= 1024;
+    if (narrow && m >= 4096) {
+      config.tile = BlockGemmTile::kPrefill128x192Multicast;
+    } else if (m <= 128 && k <= 2048) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else if (m <= 32) {
       config.tile = BlockGemmTile::kDecode32;
     } else if (m <= 64) {
       config.tile = BlockGemmTile::kDecode64;
-    } else if (m <= 128 || k <= 512) {
+    } else if (m <= 128 || k <= 512 || (narrow && m <= 1024)) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else {
       config.tile = BlockGemmTile::kPrefill128x128;
