@@ -152,6 +152,17 @@ __device__ void produce(const MulticastParams& p, unsigned rank, int cluster, in
   }
 }
 
+// A consumer thread's place: its warpgroup (64 tokens each), lane, and the first of its two
+// fragment rows in the tile (the other is row_lo + 8).
+struct ConsumerThread {
+  int thread, group, lane, row_lo;
+};
+__device__ __forceinline__ ConsumerThread consumer_thread() {
+  const int thread = threadIdx.x - 128;  // 0..255
+  const int group = thread / 128, lane = thread % 32;
+  return {thread, group, lane, 64 * group + 16 * ((thread / 32) % 4) + lane / 4};
+}
+
 struct ConsumerRing {
   std::uint32_t a_ring, b_ring;
   const float* scale_ring;
@@ -215,13 +226,12 @@ __device__ __forceinline__ void promote_half(const float (&sum)[kHalfValues],
 constexpr int kBlocksPerDrain = 8;
 template <int kBoundary>
 __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const Tile& tile,
-                                                const ConsumerRing& ring, int& c,
+                                                const ConsumerRing& ring,
+                                                const ConsumerThread& me, int& c,
                                                 float (&sum0)[kHalfValues],
                                                 float (&sum1)[kHalfValues],
                                                 float (&total)[kValues]) {
-  const int thread = threadIdx.x - 128;  // 0..255
-  const int group = thread / 128, lane = thread % 32;
-  const int row_lo = 64 * group + 16 * ((thread / 32) % 4) + lane / 4;  // and row_lo + 8
+  const int group = me.group, lane = me.lane, row_lo = me.row_lo;
   const int first_block = tile.n0 / 128;
   const float* b_scales0 = p.b_scales + static_cast<std::int64_t>(first_block) * p.k_blocks;
   const float* b_scales1 =
@@ -293,9 +303,7 @@ __device__ __forceinline__ void accumulate_tile(const MulticastParams& p, const 
 // One consumer warpgroup's share of each tile.
 __device__ void consume(const MulticastParams& p, unsigned rank, int cluster, int clusters,
                         const ConsumerRing& ring) {
-  const int thread = threadIdx.x - 128;  // 0..255
-  const int group = thread / 128, lane = thread % 32;
-  const int row_lo = 64 * group + 16 * ((thread / 32) % 4) + lane / 4;  // and row_lo + 8
+  const ConsumerThread me = consumer_thread();
   float sum0[kHalfValues], sum1[kHalfValues];
   float total[kValues];
   int c = 0;  // K blocks consumed so far (the producer's sequence)
@@ -305,16 +313,16 @@ __device__ void consume(const MulticastParams& p, unsigned rank, int cluster, in
     for (int v = 0; v < kValues; ++v) total[v] = 0.0f;
     static_assert(2 * kBlockN == 3 * 128, "column blocks start 0 or 64 past a scale block");
     if (tile.n0 % 128 == 0) {
-      accumulate_tile<128>(p, tile, ring, c, sum0, sum1, total);
+      accumulate_tile<128>(p, tile, ring, me, c, sum0, sum1, total);
     } else {
-      accumulate_tile<64>(p, tile, ring, c, sum0, sum1, total);
+      accumulate_tile<64>(p, tile, ring, me, c, sum0, sum1, total);
     }
 
     // Values v, v + 1 of a row are adjacent columns: one 4-byte store per pair.
 #pragma unroll
     for (int v = 0; v < kValues; v += 2) {
-      const int row = tile.m0 + row_lo + 8 * ((v / 2) % 2);
-      const int col = tile.n0 + 8 * (v / 4) + 2 * (thread % 4);
+      const int row = tile.m0 + me.row_lo + 8 * ((v / 2) % 2);
+      const int col = tile.n0 + 8 * (v / 4) + 2 * (me.thread % 4);
       if (row >= p.m || col >= p.n) continue;
       __nv_bfloat16* out = p.d + static_cast<std::int64_t>(row) * p.ldd + col;
       if (col + 1 < p.n && reinterpret_cast<std::uintptr_t>(out) % 4 == 0) {
