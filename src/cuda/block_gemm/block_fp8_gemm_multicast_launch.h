@@ -1,6 +1,7 @@
-// Launch of block_fp8_mm's own prefill kernel (block_fp8_gemm_multicast.cu): bf16 output, A and
-// B rows 16-byte aligned (TMA; checked by the op), activation scales M-major with a column
-// stride that is a multiple of 4 floats and a 16-byte aligned base (the caller realigns others).
+// Launch of block_fp8_mm's own prefill kernels (block_fp8_gemm_multicast.cu,
+// block_fp8_gemm_256x128.cu): bf16 output, A and B rows 16-byte aligned (TMA; checked by the
+// op), activation scales M-major with a column stride that is a multiple of 4 floats and a
+// 16-byte aligned base (the caller realigns others).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +13,9 @@
 namespace lowbit::cuda {
 
 void launch_block_fp8_gemm_multicast(const BlockFp8GemmProblem& problem, const float* a_scales,
+                                   std::int64_t a_scale_stride_k, cudaStream_t stream);
+// The 256 x 128 tile (block_fp8_gemm_256x128.cu), same requirements.
+void launch_block_fp8_gemm_256x128(const BlockFp8GemmProblem& problem, const float* a_scales,
                                    std::int64_t a_scale_stride_k, cudaStream_t stream);
 
 }  // namespace lowbit::cuda

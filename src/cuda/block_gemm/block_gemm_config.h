@@ -19,13 +19,23 @@ enum class BlockGemmTile : std::uint8_t {
   // lowbit's own TMA/wgmma kernel: 128 x 192 tiles, weight tile multicast over a 2-block
   // cluster, bf16 output (block_fp8_gemm_multicast.cu); chosen for narrow weights at large M
   kPrefill128x192Multicast,
+  // lowbit's own TMA/wgmma kernel: 256 x 128 tiles, activation tile multicast over a 2-block
+  // cluster, bf16 output (block_fp8_gemm_256x128.cu)
+  kPrefill256x128Multicast,
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
     BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma,
-    BlockGemmTile::kGemvTma, BlockGemmTile::kPrefill128x192Multicast};
+    BlockGemmTile::kGemvTma, BlockGemmTile::kPrefill128x192Multicast,
+    BlockGemmTile::kPrefill256x128Multicast};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).
+// lowbit's own prefill kernels (bf16 output; M-major A scales with 16-byte aligned columns).
+inline constexpr bool is_own_prefill(BlockGemmTile tile) {
+  return tile == BlockGemmTile::kPrefill128x192Multicast ||
+         tile == BlockGemmTile::kPrefill256x128Multicast;
+}
+
 inline constexpr bool is_gemv(BlockGemmTile tile) {
   return tile == BlockGemmTile::kGemvSplitK || tile == BlockGemmTile::kGemvWgmma ||
          tile == BlockGemmTile::kGemvTma;

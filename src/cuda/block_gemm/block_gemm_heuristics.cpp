@@ -23,6 +23,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kGemvWgmma: return "gemv_wgmma";
     case BlockGemmTile::kGemvTma: return "gemv_tma";
     case BlockGemmTile::kPrefill128x192Multicast: return "prefill128x192mc";
+    case BlockGemmTile::kPrefill256x128Multicast: return "prefill256x128mc";
   }
   return "?";
 }
@@ -47,8 +48,8 @@ bool parse_override(BlockGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
-               "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma, gemv_tma or "
-               "prefill128x192mc)\n",
+               "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma, gemv_tma, "
+               "prefill128x192mc or prefill256x128mc)\n",
                text);
   return false;
 }
@@ -108,9 +109,9 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     }
   }
   // The GEMV reads scales through their strides; only the TMA tiles need the aligned copy, and
-  // the multicast tile needs M-major scales.
+  // lowbit's own prefill tiles need M-major scales.
   if (is_gemv(config.tile)) config.realign_a_scales = false;
-  if (config.tile == BlockGemmTile::kPrefill128x192Multicast) {
+  if (is_own_prefill(config.tile)) {
     config.realign_a_scales = !a_scales_m_major || a_scale_stride_k % 4 != 0;
   }
   static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;

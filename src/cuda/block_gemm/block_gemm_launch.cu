@@ -55,7 +55,8 @@ const block_gemm::GemmEntry& entry_for_major(BlockGemmTile tile, DType out) {
     case BlockGemmTile::kGemvSplitK:
     case BlockGemmTile::kGemvWgmma:
     case BlockGemmTile::kGemvTma:
-    case BlockGemmTile::kPrefill128x192Multicast: break;  // not CUTLASS kernels
+    case BlockGemmTile::kPrefill128x192Multicast:
+    case BlockGemmTile::kPrefill256x128Multicast: break;  // not CUTLASS kernels
   }
   return entry<BlockGemmTile::kPrefill128x128, DType::kBF16, kMMajor>();
 }
@@ -65,8 +66,8 @@ const block_gemm::GemmEntry& entry_for(const BlockFp8GemmProblem& p, const Block
                             : entry_for_major<false>(c.tile, p.d_dtype);
 }
 
-bool is_multicast(const BlockFp8GemmProblem& p, const BlockFp8GemmConfig& c) {
-  return c.tile == BlockGemmTile::kPrefill128x192Multicast && p.d_dtype == DType::kBF16;
+bool is_own_prefill(const BlockFp8GemmProblem& p, const BlockFp8GemmConfig& c) {
+  return is_own_prefill(c.tile) && p.d_dtype == DType::kBF16;
 }
 
 }  // namespace
@@ -74,7 +75,7 @@ bool is_multicast(const BlockFp8GemmProblem& p, const BlockFp8GemmConfig& c) {
 std::size_t block_fp8_gemm_workspace_bytes(const BlockFp8GemmProblem& problem,
                                            const BlockFp8GemmConfig& config) {
   if (is_gemv(config.tile)) return 0;
-  if (is_multicast(problem, config)) return realigned_scale_bytes(problem, config);
+  if (is_own_prefill(problem, config)) return realigned_scale_bytes(problem, config);
   const std::size_t gemm_bytes = entry_for(problem, config).workspace_bytes(problem);
   const std::size_t scale_bytes = realigned_scale_bytes(problem, config);
   if (gemm_bytes == 0 && scale_bytes == 0) return 0;
@@ -102,7 +103,10 @@ void launch_block_fp8_gemm(const BlockFp8GemmProblem& problem, const BlockFp8Gem
     a_scales = aligned;
     stride_k = aligned_scale_stride(problem.m);
   }
-  if (is_multicast(problem, config)) {
+  if (is_own_prefill(problem, config)) {
+    if (config.tile == BlockGemmTile::kPrefill256x128Multicast) {
+      return launch_block_fp8_gemm_256x128(problem, a_scales, stride_k, stream);
+    }
     return launch_block_fp8_gemm_multicast(problem, a_scales, stride_k, stream);
   }
   void* gemm_workspace =

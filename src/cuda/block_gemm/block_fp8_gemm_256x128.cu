@@ -1,0 +1,317 @@
+// Prefill path of block_fp8_mm with 256-token x 128-weight-row tiles (`prefill256x128mc`),
+// written directly on TMA, mbarriers and wgmma (sm_90a) like block_fp8_gemm_multicast.cu, but
+// shaped after what bounds that kernel: the L2 -> shared-memory feed, not the tensor core.
+//
+// Why this shape (probes on an H200, docs/perf/block_gemm.md): two consumer warpgroups that
+// wait for every K block's wgmma and promote in registers keep the tensor core ~100% busy with
+// any of the tile shapes tried when their operands are already in shared memory, while bulk
+// copies from L2 into shared memory top out near 8.8 TB/s over the whole GPU. So the tile
+// should read as few bytes per flop as its registers allow. Here the two blocks of a cluster
+// take the same 256 tokens and two adjacent 128-row weight blocks; each loads half of the
+// activation tile and multicasts it to both: 16 KB of A + 16 KB of B per block and K block for
+// 8.4 MFLOP (3.8e-3 bytes per flop, against 4.45e-3 for the 128 x 192 tile).
+//
+// Each consumer warpgroup owns rows [64 g, 64 g + 64) and [128 + 64 g, 192 + 64 g) of the tile
+// ("locals" 0 and 1), 64 fp32 totals for each. Per K block and local it issues four
+// m64n128k32 wgmma into one 64-value sum, waits for them, and promotes the sum into the local's
+// totals scaled by As[m, kb] * Bs[n / 128, kb] (one weight scale block per tile: the tile's
+// columns are one 128-wide scale block). The other warpgroup's wgmma keep the tensor core busy
+// meanwhile (DeepGEMM's scheme).
+//
+// Shared memory: a ring of stages, each holding one K block of A (256 tokens x 128 bytes: the
+// two blocks' 128-token halves), of B (128 weight rows x 128 bytes), both with TMA's 128-byte
+// swizzle, and the block's 256 activation scales (As M-major with 16-byte aligned columns: the
+// caller realigns other layouts). Reads past M, N and K arrive as zeros.
+#include <cooperative_groups.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../common/bulk_copy.cuh"
+#include "../common/check.cuh"
+#include "../common/cluster_copy.cuh"
+#include "../common/gemv_tma.cuh"
+#include "../common/gemv_wgmma.cuh"
+#include "../common/kernel_launch.cuh"
+#include "../common/tensor_map.cuh"
+#include "block_fp8_gemm_multicast_launch.h"
+
+
+namespace lowbit::cuda {
+
+namespace {
+
+constexpr int kBlockM = 256, kBlockN = 128, kBlockK = 128, kClusterN = 2;
+constexpr int kConsumerWarps = 8;  // two warpgroups
+constexpr int kLocals = 2;         // 64-token row groups per consumer warpgroup
+// Warpgroup 0 produces (one thread issues the copies), 1 and 2 consume; setmaxnreg moves the
+// producer's registers to the consumers (64 sum values and 2 x 64 totals each).
+constexpr int kThreads = 128 + 32 * kConsumerWarps;
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
+constexpr int kAHalfBytes = kABytes / kClusterN;  // each block's share of the activation tile
+constexpr int kScaleBytes = kBlockM * 4;
+constexpr int kStageBytes = kABytes + kBBytes + kScaleBytes;
+constexpr int kStages = (227 * 1024 - 1024 - 256) / kStageBytes;
+constexpr int kSharedBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+constexpr int kValues = kBlockN / 2;  // a 64 x 128 fp32 tile over a warpgroup's 128 threads
+static_assert(kAHalfBytes % 1024 == 0, "an A half must keep the 8-row swizzle pattern");
+static_assert(kBlockN == 128, "one weight scale block per tile");
+
+struct TallParams {
+  CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x 128 rows
+  CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x 128 rows
+  const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
+  std::int64_t a_scale_stride_k;
+  const float* b_scales;  // [n_scale_blocks, k_blocks]
+  __nv_bfloat16* d;
+  std::int64_t ldd;
+  int m, n, k_blocks, n_scale_blocks, m_blocks, cluster_tiles;
+};
+
+// D (64 x 128) = A (64 x 32, shared) * B (32 x 128, shared) + (accumulate ? D : 0).
+__device__ __forceinline__ void wgmma_m64n128k32(float (&d)[kValues], std::uint64_t a,
+                                                 std::uint64_t b, bool accumulate) {
+#define LOWBIT_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                     "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "%64, %65, p, 1, 1;\n}\n"
+      : LOWBIT_D8(0), LOWBIT_D8(8), LOWBIT_D8(16), LOWBIT_D8(24), LOWBIT_D8(32),
+        LOWBIT_D8(40), LOWBIT_D8(48), LOWBIT_D8(56)
+      : "l"(a), "l"(b), "r"(int{accumulate}));
+#undef LOWBIT_D8
+}
+
+struct Tile {
+  int m0, n0;
+};
+// Cluster tiles run M-fastest: the clusters resident at once share a few weight column blocks.
+// Block `rank` of the cluster (blockIdx.y: a cluster is one grid column) takes the rank-th 128
+// weight rows of the pair.
+__device__ __forceinline__ Tile tile_at(const TallParams& p, int cluster_tile, unsigned rank) {
+  const int m_block = cluster_tile % p.m_blocks, pair = cluster_tile / p.m_blocks;
+  return {m_block * kBlockM, (kClusterN * pair + static_cast<int>(rank)) * kBlockN};
+}
+
+__device__ void produce(const TallParams& p, unsigned rank, int cluster, int clusters,
+                        std::uint32_t a_ring, std::uint32_t b_ring, float* scale_ring,
+                        std::uint64_t* full, std::uint64_t* empty) {
+  const int m_padded = (p.m + 3) / 4 * 4;  // M-major columns are read in 16-byte units
+  int c = 0;
+  for (int t = cluster; t < p.cluster_tiles; t += clusters) {
+    const Tile tile = tile_at(p, t, rank);
+    const int scale_rows = max(0, min(int{kBlockM}, m_padded - tile.m0));
+    for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
+      const int s = c % kStages;
+      // Both blocks' consumers are done with the stage: this block's A half goes to both.
+      if (c >= kStages) mbarrier_wait(&empty[s], (c / kStages - 1) & 1);
+      mbarrier_arrive_expect_bytes(&full[s], kABytes + kBBytes + 4 * scale_rows);
+      load_box_multicast(p.a_map, a_ring + s * kABytes + rank * kAHalfBytes, &full[s],
+                         kb * kBlockK, tile.m0 + static_cast<int>(rank) * (kBlockM / 2), 0x3);
+      gemv_tma::load_box(p.b_map, b_ring + s * kBBytes, &full[s], kb * kBlockK, tile.n0);
+      if (scale_rows > 0) {
+        bulk_copy_to_shared(scale_ring + s * kBlockM,
+                            p.a_scales + kb * p.a_scale_stride_k + tile.m0, 4 * scale_rows,
+                            &full[s]);
+      }
+    }
+  }
+}
+
+// A consumer thread's place: its warpgroup, lane, and the first of its two fragment rows in
+// local 0 (the other is row_lo + 8; local 1's are 128 further).
+struct ConsumerThread {
+  int thread, group, lane, row_lo;
+};
+__device__ __forceinline__ ConsumerThread consumer_thread() {
+  const int thread = threadIdx.x - 128;  // 0..255
+  const int group = thread / 128, lane = thread % 32;
+  return {thread, group, lane, 64 * group + 16 * ((thread / 32) % 4) + lane / 4};
+}
+
+struct ConsumerRing {
+  std::uint32_t a_ring, b_ring;
+  const float* scale_ring;
+  std::uint64_t* full;
+  std::uint64_t* empty;
+};
+
+// Keeps the compiler from moving accesses of `sum` across a wgmma issue or wait.
+__device__ __forceinline__ void fence_sum(float (&sum)[kValues]) {
+#pragma unroll
+  for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+}
+
+// One consumer warpgroup's K loop over a tile, summed into `total` (local 0's 64 values, then
+// local 1's). Stage c's scales are read before the stage is released, as the producer may
+// refill it right after.
+__device__ __forceinline__ void accumulate_tile(const TallParams& p, const Tile& tile,
+                                                const ConsumerRing& ring,
+                                                const ConsumerThread& me, int& c,
+                                                float (&sum)[kValues],
+                                                float (&total)[kLocals][kValues]) {
+  const int n_block = min(tile.n0 / 128, p.n_scale_blocks - 1);
+  const float* b_scales = p.b_scales + static_cast<std::int64_t>(n_block) * p.k_blocks;
+#pragma unroll 1
+  for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
+    const int s = c % kStages;
+    const float b_scale = __ldg(b_scales + kb);
+    mbarrier_wait(&ring.full[s], (c / kStages) & 1);
+    const float* a_scales = ring.scale_ring + s * kBlockM;
+#pragma unroll
+    for (int local = 0; local < kLocals; ++local) {
+      const float lo = a_scales[128 * local + me.row_lo] * b_scale;
+      const float hi = a_scales[128 * local + me.row_lo + 8] * b_scale;
+      const std::uint32_t a_stage =
+          ring.a_ring + s * kABytes + (128 * local + 64 * me.group) * kBlockK;
+      const std::uint32_t b_stage = ring.b_ring + s * kBBytes;
+      fence_sum(sum);
+      gemv_wgmma::wgmma_fence();
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        wgmma_m64n128k32(sum, gemv_tma::swizzled_descriptor(a_stage + 32 * q),
+                         gemv_tma::swizzled_descriptor(b_stage + 32 * q), q > 0);
+      }
+      gemv_wgmma::wgmma_commit();
+      gemv_wgmma::wgmma_wait<0>();
+      fence_sum(sum);
+      if (local == kLocals - 1) {  // both blocks wrote the stage's A: release it in both
+        __syncwarp();
+        if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
+      }
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) {
+        total[local][v] = fmaf(sum[v], (v / 2) % 2 ? hi : lo, total[local][v]);
+      }
+    }
+  }
+}
+
+// One consumer warpgroup's share of each tile.
+__device__ void consume(const TallParams& p, unsigned rank, int cluster, int clusters,
+                        const ConsumerRing& ring) {
+  const ConsumerThread me = consumer_thread();
+  float sum[kValues];
+  float total[kLocals][kValues];
+  int c = 0;  // K blocks consumed so far (the producer's sequence)
+  for (int t = cluster; t < p.cluster_tiles; t += clusters) {
+    const Tile tile = tile_at(p, t, rank);
+#pragma unroll
+    for (int local = 0; local < kLocals; ++local) {
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) total[local][v] = 0.0f;
+    }
+    accumulate_tile(p, tile, ring, me, c, sum, total);
+
+    // Values v, v + 1 of a row are adjacent columns: one 4-byte store per pair.
+#pragma unroll
+    for (int local = 0; local < kLocals; ++local) {
+#pragma unroll
+      for (int v = 0; v < kValues; v += 2) {
+        const int row = tile.m0 + 128 * local + me.row_lo + 8 * ((v / 2) % 2);
+        const int col = tile.n0 + 8 * (v / 4) + 2 * (me.thread % 4);
+        if (row >= p.m || col >= p.n) continue;
+        __nv_bfloat16* out = p.d + static_cast<std::int64_t>(row) * p.ldd + col;
+        const float x = total[local][v], y = total[local][v + 1];
+        if (col + 1 < p.n && reinterpret_cast<std::uintptr_t>(out) % 4 == 0) {
+          *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(x, y);
+        } else {
+          out[0] = __float2bfloat16_rn(x);
+          if (col + 1 < p.n) out[1] = __float2bfloat16_rn(y);
+        }
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    block_fp8_gemm_256x128_kernel(const __grid_constant__ TallParams params) {
+  extern __shared__ __align__(1024) unsigned char shared[];
+  const std::uint32_t raw = shared_address(shared);
+  const std::uint32_t a_ring = (raw + 1023) & ~1023u;
+  const std::uint32_t b_ring = a_ring + kStages * kABytes;
+  unsigned char* base = shared + (a_ring - raw);
+  auto* scale_ring = reinterpret_cast<float*>(base + kStages * (kABytes + kBBytes));
+  auto* full = reinterpret_cast<std::uint64_t*>(scale_ring + kStages * kBlockM);
+  std::uint64_t* empty = full + kStages;
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster_group = cg::this_cluster();
+  const unsigned rank = blockIdx.y;
+  const int cluster = blockIdx.x, clusters = gridDim.x;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);                             // the producer's expect-bytes
+      mbarrier_init(&empty[s], kClusterN * kConsumerWarps);  // every consumer warp of both
+    }
+    fence_barrier_init();
+  }
+  // Both blocks' barriers exist before either copies into or arrives on the other's.
+  cluster_group.sync();
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(
+                       &params.a_map)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(
+                       &params.b_map)) : "memory");
+      produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
+    const ConsumerRing ring{a_ring, b_ring, scale_ring, full, empty};
+    consume(params, rank, cluster, clusters, ring);
+  }
+  // Neither block leaves while the other may still arrive on its barriers.
+  cluster_group.sync();
+}
+
+}  // namespace
+
+void launch_block_fp8_gemm_256x128(const BlockFp8GemmProblem& p, const float* a_scales,
+                                   std::int64_t a_scale_stride_k, cudaStream_t stream) {
+  TallParams params{};
+  if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM / kClusterN) ||
+      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN)) {
+    check_cuda(cudaErrorInvalidValue, "block_fp8_mm",
+               "tensor maps of a and b (prefill256x128mc)");
+  }
+  params.a_scales = a_scales;
+  params.a_scale_stride_k = a_scale_stride_k;
+  params.b_scales = p.b_scales;
+  params.d = static_cast<__nv_bfloat16*>(p.d);
+  params.ldd = p.ldd;
+  params.m = static_cast<int>(p.m);
+  params.n = static_cast<int>(p.n);
+  params.k_blocks = static_cast<int>((p.k + kBlockK - 1) / kBlockK);
+  params.n_scale_blocks = static_cast<int>((p.n + 127) / 128);
+  params.m_blocks = static_cast<int>((p.m + kBlockM - 1) / kBlockM);
+  const int n_blocks = static_cast<int>((p.n + kBlockN - 1) / kBlockN);
+  params.cluster_tiles = params.m_blocks * ((n_blocks + kClusterN - 1) / kClusterN);
+  if (params.cluster_tiles == 0) return;
+
+  KernelLaunch launch;
+  launch.threads = kThreads;
+  launch.shared_bytes = kSharedBytes;
+  launch.cluster_along_y = true;
+  launch.grid = dim3(1, kClusterN, 1);
+  // As many clusters as fit at once (a cluster's blocks share a GPC), then persistent.
+  static const int resident = resident_clusters(block_fp8_gemm_256x128_kernel, launch);
+  if (resident == 0) {
+    check_cuda(cudaErrorInvalidConfiguration, "block_fp8_mm",
+               "cluster occupancy (prefill256x128mc)");
+  }
+  launch.grid.x = static_cast<unsigned>(std::min(params.cluster_tiles, resident));
+  check_cuda(launch_kernel(block_fp8_gemm_256x128_kernel, params, launch, stream),
+             "block_fp8_mm", "kernel launch (prefill256x128mc)");
+}
+
+}  // namespace lowbit::cuda
