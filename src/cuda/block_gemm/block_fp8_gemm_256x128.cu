@@ -22,7 +22,6 @@
 // two blocks' 128-token halves), of B (128 weight rows x 128 bytes), both with TMA's 128-byte
 // swizzle, and the block's 256 activation scales (As M-major with 16-byte aligned columns: the
 // caller realigns other layouts). Reads past M, N and K arrive as zeros.
-#include <cooperative_groups.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -38,25 +37,29 @@
 #include "../common/kernel_launch.cuh"
 #include "../common/tensor_map.cuh"
 #include "block_fp8_gemm_multicast_launch.h"
+#include "own_prefill_block.cuh"
 
 
 namespace lowbit::cuda {
 
 namespace {
 
+using own_prefill::consumer_thread;
+using own_prefill::ConsumerRing;
+using own_prefill::ConsumerThread;
+using own_prefill::fence_sum;
+using own_prefill::kThreads;
+
 constexpr int kBlockM = 256, kBlockN = 128, kBlockK = 128, kClusterN = 2;
-constexpr int kConsumerWarps = 8;  // two warpgroups
-constexpr int kLocals = 2;         // 64-token row groups per consumer warpgroup
-// Warpgroup 0 produces (one thread issues the copies), 1 and 2 consume; setmaxnreg moves the
-// producer's registers to the consumers (64 sum values and 2 x 64 totals each).
-constexpr int kThreads = 128 + 32 * kConsumerWarps;
-constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+// 64-token row groups per consumer warpgroup; each consumer thread holds 64 sum values and
+// 2 x 64 totals (own_prefill_block.cuh: the warpgroups and their registers).
+constexpr int kLocals = 2;
 constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
 constexpr int kAHalfBytes = kABytes / kClusterN;  // each block's share of the activation tile
 constexpr int kScaleBytes = kBlockM * 4;
 constexpr int kStageBytes = kABytes + kBBytes + kScaleBytes;
 constexpr int kStages = (227 * 1024 - 1024 - 256) / kStageBytes;
-constexpr int kSharedBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+constexpr int kSharedBytes = own_prefill::shared_bytes<kStages, kABytes, kBBytes, kBlockM>();
 constexpr int kValues = kBlockN / 2;  // a 64 x 128 fp32 tile over a warpgroup's 128 threads
 static_assert(kAHalfBytes % 1024 == 0, "an A half must keep the 8-row swizzle pattern");
 static_assert(kBlockN == 128, "one weight scale block per tile");
@@ -125,30 +128,6 @@ __device__ void produce(const TallParams& p, unsigned rank, int cluster, int clu
       }
     }
   }
-}
-
-// A consumer thread's place: its warpgroup, lane, and the first of its two fragment rows in
-// local 0 (the other is row_lo + 8; local 1's are 128 further).
-struct ConsumerThread {
-  int thread, group, lane, row_lo;
-};
-__device__ __forceinline__ ConsumerThread consumer_thread() {
-  const int thread = threadIdx.x - 128;  // 0..255
-  const int group = thread / 128, lane = thread % 32;
-  return {thread, group, lane, 64 * group + 16 * ((thread / 32) % 4) + lane / 4};
-}
-
-struct ConsumerRing {
-  std::uint32_t a_ring, b_ring;
-  const float* scale_ring;
-  std::uint64_t* full;
-  std::uint64_t* empty;
-};
-
-// Keeps the compiler from moving accesses of `sum` across a wgmma issue or wait.
-__device__ __forceinline__ void fence_sum(float (&sum)[kValues]) {
-#pragma unroll
-  for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
 }
 
 // One consumer warpgroup's K loop over a tile, summed into `total` (local 0's 64 values, then
@@ -235,43 +214,15 @@ __device__ void consume(const TallParams& p, unsigned rank, int cluster, int clu
 
 __global__ void __launch_bounds__(kThreads, 1)
     block_fp8_gemm_256x128_kernel(const __grid_constant__ TallParams params) {
-  extern __shared__ __align__(1024) unsigned char shared[];
-  const std::uint32_t raw = shared_address(shared);
-  const std::uint32_t a_ring = (raw + 1023) & ~1023u;
-  const std::uint32_t b_ring = a_ring + kStages * kABytes;
-  unsigned char* base = shared + (a_ring - raw);
-  auto* scale_ring = reinterpret_cast<float*>(base + kStages * (kABytes + kBBytes));
-  auto* full = reinterpret_cast<std::uint64_t*>(scale_ring + kStages * kBlockM);
-  std::uint64_t* empty = full + kStages;
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster_group = cg::this_cluster();
-  const unsigned rank = blockIdx.y;
-  const int cluster = blockIdx.x, clusters = gridDim.x;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&full[s], 1);                             // the producer's expect-bytes
-      mbarrier_init(&empty[s], kClusterN * kConsumerWarps);  // every consumer warp of both
-    }
-    fence_barrier_init();
-  }
-  // Both blocks' barriers exist before either copies into or arrives on the other's.
-  cluster_group.sync();
-  if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-    if (threadIdx.x == 0) {
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(
-                       &params.a_map)) : "memory");
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(
-                       &params.b_map)) : "memory");
-      produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
-    }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-    const ConsumerRing ring{a_ring, b_ring, scale_ring, full, empty};
-    consume(params, rank, cluster, clusters, ring);
-  }
-  // Neither block leaves while the other may still arrive on its barriers.
-  cluster_group.sync();
+  own_prefill::run_block<kStages, kABytes, kBBytes, kBlockM>(
+      params.a_map, params.b_map,
+      [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
+          float* scale_ring, std::uint64_t* full, std::uint64_t* empty) {
+        produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+      },
+      [&](unsigned rank, int cluster, int clusters, const ConsumerRing& ring) {
+        consume(params, rank, cluster, clusters, ring);
+      });
 }
 
 }  // namespace

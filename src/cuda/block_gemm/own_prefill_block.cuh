@@ -1,0 +1,101 @@
+// What lowbit's two prefill kernels (block_fp8_gemm_multicast.cu, block_fp8_gemm_256x128.cu)
+// share: one block of a 2-block cluster with a producer warpgroup (one thread issues the TMA
+// copies) and two consumer warpgroups, over a shared-memory ring of stages, each holding one K
+// block of A, of B and of the block's activation scales, with a full and an empty mbarrier.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "../common/bulk_copy.cuh"
+#include "../common/gemv_wgmma.cuh"
+
+namespace lowbit::cuda::own_prefill {
+
+constexpr int kConsumerWarps = 8;  // two warpgroups
+constexpr int kThreads = 128 + 32 * kConsumerWarps;
+// setmaxnreg moves the producer's registers to the consumers.
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+
+// A consumer thread's place: its warpgroup (64 tokens each), lane, and the first of its two
+// fragment rows in the warpgroup's first 64 tokens (the other is row_lo + 8).
+struct ConsumerThread {
+  int thread, group, lane, row_lo;
+};
+__device__ __forceinline__ ConsumerThread consumer_thread() {
+  const int thread = threadIdx.x - 128;  // 0..255
+  const int group = thread / 128, lane = thread % 32;
+  return {thread, group, lane, 64 * group + 16 * ((thread / 32) % 4) + lane / 4};
+}
+
+struct ConsumerRing {
+  std::uint32_t a_ring, b_ring;
+  const float* scale_ring;
+  std::uint64_t* full;
+  std::uint64_t* empty;
+};
+
+// Keeps the compiler from moving accesses of `sum` across a wgmma issue or wait.
+template <int kValues>
+__device__ __forceinline__ void fence_sum(float (&sum)[kValues]) {
+#pragma unroll
+  for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
+}
+
+// Shared memory of a block: the ring of kStages stages (A, then B, then kScales floats of
+// activation scales per stage) and its barriers.
+template <int kStages, int kABytes, int kBBytes, int kScales>
+constexpr int shared_bytes() {
+  return 1024 + kStages * (kABytes + kBBytes + 4 * kScales) + 2 * kStages * 8;
+}
+
+// The body of one block: carves the ring, initializes the barriers (the empty ones take one
+// arrival from every consumer warp of both blocks), and runs
+//   produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty)
+// on thread 0 and consume(rank, cluster, clusters, ring) on the consumer warpgroups.
+// `maps` are the tensor maps to prefetch.
+template <int kStages, int kABytes, int kBBytes, int kScales, typename Produce,
+          typename Consume>
+__device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtensorMap& b_map,
+                                          Produce produce, Consume consume) {
+  extern __shared__ __align__(1024) unsigned char shared[];
+  const std::uint32_t raw = shared_address(shared);
+  const std::uint32_t a_ring = (raw + 1023) & ~1023u;
+  const std::uint32_t b_ring = a_ring + kStages * kABytes;
+  unsigned char* base = shared + (a_ring - raw);
+  auto* scale_ring = reinterpret_cast<float*>(base + kStages * (kABytes + kBBytes));
+  auto* full = reinterpret_cast<std::uint64_t*>(scale_ring + kStages * kScales);
+  std::uint64_t* empty = full + kStages;
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster_group = cg::this_cluster();
+  const unsigned rank = blockIdx.y;
+  const int cluster = blockIdx.x, clusters = gridDim.x;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);                     // the producer's expect-bytes
+      mbarrier_init(&empty[s], 2 * kConsumerWarps);  // every consumer warp of both
+    }
+    fence_barrier_init();
+  }
+  // Both blocks' barriers exist before either copies into or arrives on the other's.
+  cluster_group.sync();
+  if (threadIdx.x < 128) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&a_map))
+                   : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&b_map))
+                   : "memory");
+      produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
+    consume(rank, cluster, clusters, ConsumerRing{a_ring, b_ring, scale_ring, full, empty});
+  }
+  // Neither block leaves while the other may still arrive on its barriers.
+  cluster_group.sync();
+}
+
+}  // namespace lowbit::cuda::own_prefill
