@@ -9,7 +9,9 @@
 // should read as few bytes per flop as its registers allow. Here the two blocks of a cluster
 // take the same 256 tokens and two adjacent 128-row weight blocks; each loads half of the
 // activation tile and multicasts it to both: 16 KB of A + 16 KB of B per block and K block for
-// 8.4 MFLOP (3.8e-3 bytes per flop, against 4.45e-3 for the 128 x 192 tile).
+// 8.4 MFLOP (3.8e-3 bytes per flop, against 4.45e-3 for the 128 x 192 tile). (Later
+// measurements refuted the feed as this kernel's bound; what held it back on short K was its
+// epilogue of scattered global stores and its tile order, both replaced since.)
 //
 // Each consumer warpgroup owns rows [64 g, 64 g + 64) and [128 + 64 g, 192 + 64 g) of the tile
 // ("locals" 0 and 1), 64 fp32 totals for each. Per K block and local it issues four
@@ -18,10 +20,13 @@
 // columns are one 128-wide scale block). The other warpgroup's wgmma keep the tensor core busy
 // meanwhile (DeepGEMM's scheme).
 //
-// Shared memory: a ring of stages, each holding one K block of A (256 tokens x 128 bytes: the
-// two blocks' 128-token halves), of B (128 weight rows x 128 bytes), both with TMA's 128-byte
-// swizzle, and the block's 256 activation scales (As M-major with 16-byte aligned columns: the
-// caller realigns other layouts). Reads past M, N and K arrive as zeros.
+// Shared memory: the output staging tile (256 x 128 bf16 as two 64-column boxes: written with
+// stmatrix, stored by TMA in the background while the next tile runs; DeepGEMM's epilogue) and
+// a ring of 3 stages, each holding one K block of A (256 tokens x 128 bytes: the two blocks'
+// 128-token halves), of B (128 weight rows x 128 bytes), both with TMA's 128-byte swizzle, and
+// the block's 256 activation scales (As M-major with 16-byte aligned columns: the caller
+// realigns other layouts). Reads past M, N and K arrive as zeros; stores past M and N are
+// dropped.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -36,6 +41,7 @@
 #include "../common/gemv_wgmma.cuh"
 #include "../common/kernel_launch.cuh"
 #include "../common/tensor_map.cuh"
+#include "../common/tile_store.cuh"
 #include "block_fp8_gemm_multicast_launch.h"
 #include "own_prefill_block.cuh"
 
@@ -58,8 +64,12 @@ constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
 constexpr int kAHalfBytes = kABytes / kClusterN;  // each block's share of the activation tile
 constexpr int kScaleBytes = kBlockM * 4;
 constexpr int kStageBytes = kABytes + kBBytes + kScaleBytes;
-constexpr int kStages = (227 * 1024 - 1024 - 256) / kStageBytes;
-constexpr int kSharedBytes = own_prefill::shared_bytes<kStages, kABytes, kBBytes, kBlockM>();
+// The output tile is staged in shared memory as two 64-column boxes (128-byte rows) for TMA.
+constexpr int kOutBoxColumns = 64, kOutBoxBytes = kBlockM * 128;
+constexpr int kOutBytes = kBlockN / kOutBoxColumns * kOutBoxBytes;
+constexpr int kStages = (227 * 1024 - 1024 - 256 - kOutBytes) / kStageBytes;
+constexpr int kSharedBytes =
+    own_prefill::shared_bytes<kStages, kABytes, kBBytes, kBlockM, kOutBytes>();
 constexpr int kValues = kBlockN / 2;  // a 64 x 128 fp32 tile over a warpgroup's 128 threads
 static_assert(kAHalfBytes % 1024 == 0, "an A half must keep the 8-row swizzle pattern");
 static_assert(kBlockN == 128, "one weight scale block per tile");
@@ -67,12 +77,11 @@ static_assert(kBlockN == 128, "one weight scale block per tile");
 struct TallParams {
   CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x 128 rows
   CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x 128 rows
+  CUtensorMap d_map;  // output [M, N] bf16, boxes of 64 columns x 256 rows
   const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
   std::int64_t a_scale_stride_k;
   const float* b_scales;  // [n_scale_blocks, k_blocks]
-  __nv_bfloat16* d;
-  std::int64_t ldd;
-  int m, n, k_blocks, n_scale_blocks, m_blocks, cluster_tiles;
+  int m, n, k_blocks, n_scale_blocks, m_blocks, pairs, cluster_tiles;
 };
 
 // D (64 x 128) = A (64 x 32, shared) * B (32 x 128, shared) + (accumulate ? D : 0).
@@ -97,11 +106,17 @@ __device__ __forceinline__ void wgmma_m64n128k32(float (&d)[kValues], std::uint6
 struct Tile {
   int m0, n0;
 };
-// Cluster tiles run M-fastest: the clusters resident at once share a few weight column blocks.
-// Block `rank` of the cluster (blockIdx.y: a cluster is one grid column) takes the rank-th 128
-// weight rows of the pair.
+// Cluster tiles run in groups of kGroupPairs weight-block pairs, pair-fastest within a group,
+// so the clusters resident at once cover a near-square patch of the output (about 8 activation
+// blocks x 8 pairs on 66 clusters) and share its operand rows in L2 (DeepGEMM orders its tiles
+// the same way). Block `rank` of the cluster (blockIdx.y: a cluster is one grid column) takes
+// the rank-th 128 weight rows of the pair.
+constexpr int kGroupPairs = 8;
 __device__ __forceinline__ Tile tile_at(const TallParams& p, int cluster_tile, unsigned rank) {
-  const int m_block = cluster_tile % p.m_blocks, pair = cluster_tile / p.m_blocks;
+  const int per_group = kGroupPairs * p.m_blocks;
+  const int group = cluster_tile / per_group, in_group = cluster_tile % per_group;
+  const int pairs = min(kGroupPairs, p.pairs - group * kGroupPairs);
+  const int pair = group * kGroupPairs + in_group % pairs, m_block = in_group / pairs;
   return {m_block * kBlockM, (kClusterN * pair + static_cast<int>(rank)) * kBlockN};
 }
 
@@ -130,48 +145,126 @@ __device__ void produce(const TallParams& p, unsigned rank, int cluster, int clu
   }
 }
 
+// What a consumer thread needs from a stage before its wgmma are issued: the promotion factors
+// As[m, kb] * Bs[n / 128, kb] of its two fragment rows in each local.
+struct StageFactors {
+  float lo[kLocals], hi[kLocals];
+};
+__device__ __forceinline__ StageFactors stage_factors(const ConsumerRing& ring, int s,
+                                                      const ConsumerThread& me, float b_scale) {
+  const float* a_scales = ring.scale_ring + s * kBlockM;
+  StageFactors f;
+#pragma unroll
+  for (int local = 0; local < kLocals; ++local) {
+    f.lo[local] = a_scales[128 * local + me.row_lo] * b_scale;
+    f.hi[local] = a_scales[128 * local + me.row_lo + 8] * b_scale;
+  }
+  return f;
+}
+
+// Issues one local's four m64n128k32 wgmma of stage s as one group. `a_base` and `b_base` are
+// the descriptors of the warpgroup's rows and of B in stage 0; a stage's operands lie a fixed
+// byte offset further, added to the descriptor's address field (in 16-byte units; shared
+// addresses stay below 256 KB, so the field cannot carry).
+__device__ __forceinline__ void issue_local(std::uint64_t a_base, std::uint64_t b_base, int s,
+                                            int local, float (&sum)[kValues]) {
+  const std::uint64_t a = a_base + ((s * kABytes + 128 * local * kBlockK) >> 4);
+  const std::uint64_t b = b_base + ((s * kBBytes) >> 4);
+  fence_sum(sum);
+  gemv_wgmma::wgmma_fence();
+#pragma unroll
+  for (int q = 0; q < 4; ++q) wgmma_m64n128k32(sum, a + 2 * q, b + 2 * q, q > 0);
+  gemv_wgmma::wgmma_commit();
+}
+
+__device__ __forceinline__ void promote(float (&total)[kValues], const float (&sum)[kValues],
+                                        float lo, float hi) {
+#pragma unroll
+  for (int v = 0; v < kValues; ++v) total[v] = fmaf(sum[v], (v / 2) % 2 ? hi : lo, total[v]);
+}
+
 // One consumer warpgroup's K loop over a tile, summed into `total` (local 0's 64 values, then
-// local 1's). Stage c's scales are read before the stage is released, as the producer may
-// refill it right after.
+// local 1's); `s` and `phase` track the ring across tiles.
+//
+// The tensor core stays busy only if a warpgroup issues its next group before the other
+// warpgroup's group (256 tensor cycles) ends. So between a wait and the next issue there is
+// only the promotion: the next stage's barrier wait, its activation scales and the weight
+// scale two K blocks ahead are taken while local 1's group runs (measured gain 0-4%: not
+// what bounds the loop, docs/perf/block_gemm.md). Stage s's scales are read before the stage
+// is released, as the producer may refill it right after.
 __device__ __forceinline__ void accumulate_tile(const TallParams& p, const Tile& tile,
                                                 const ConsumerRing& ring,
-                                                const ConsumerThread& me, int& c,
-                                                float (&sum)[kValues],
+                                                const ConsumerThread& me, std::uint64_t a_base,
+                                                std::uint64_t b_base, int& s,
+                                                std::uint32_t& phase, float (&sum)[kValues],
                                                 float (&total)[kLocals][kValues]) {
   const int n_block = min(tile.n0 / 128, p.n_scale_blocks - 1);
   const float* b_scales = p.b_scales + static_cast<std::int64_t>(n_block) * p.k_blocks;
+  const int last = p.k_blocks - 1;
+  float b_next = __ldg(b_scales + min(1, last));
+  mbarrier_wait(&ring.full[s], phase);
+  StageFactors f = stage_factors(ring, s, me, __ldg(b_scales));
 #pragma unroll 1
-  for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
-    const int s = c % kStages;
-    const float b_scale = __ldg(b_scales + kb);
-    mbarrier_wait(&ring.full[s], (c / kStages) & 1);
-    const float* a_scales = ring.scale_ring + s * kBlockM;
-#pragma unroll
-    for (int local = 0; local < kLocals; ++local) {
-      const float lo = a_scales[128 * local + me.row_lo] * b_scale;
-      const float hi = a_scales[128 * local + me.row_lo + 8] * b_scale;
-      const std::uint32_t a_stage =
-          ring.a_ring + s * kABytes + (128 * local + 64 * me.group) * kBlockK;
-      const std::uint32_t b_stage = ring.b_ring + s * kBBytes;
-      fence_sum(sum);
-      gemv_wgmma::wgmma_fence();
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        wgmma_m64n128k32(sum, gemv_tma::swizzled_descriptor(a_stage + 32 * q),
-                         gemv_tma::swizzled_descriptor(b_stage + 32 * q), q > 0);
-      }
-      gemv_wgmma::wgmma_commit();
-      gemv_wgmma::wgmma_wait<0>();
-      fence_sum(sum);
-      if (local == kLocals - 1) {  // both blocks wrote the stage's A: release it in both
-        __syncwarp();
-        if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
-      }
-#pragma unroll
-      for (int v = 0; v < kValues; ++v) {
-        total[local][v] = fmaf(sum[v], (v / 2) % 2 ? hi : lo, total[local][v]);
-      }
+  for (int kb = 0; kb <= last; ++kb) {
+    issue_local(a_base, b_base, s, 0, sum);
+    gemv_wgmma::wgmma_wait<0>();
+    fence_sum(sum);
+    promote(total[0], sum, f.lo[0], f.hi[0]);
+    issue_local(a_base, b_base, s, 1, sum);
+
+    const int s_next = s + 1 == kStages ? 0 : s + 1;
+    const std::uint32_t phase_next = s_next == 0 ? phase ^ 1 : phase;
+    StageFactors f_next = f;
+    if (kb < last) {
+      const float b_scale = b_next;
+      b_next = __ldg(b_scales + min(kb + 2, last));
+      mbarrier_wait(&ring.full[s_next], phase_next);
+      f_next = stage_factors(ring, s_next, me, b_scale);
     }
+
+    gemv_wgmma::wgmma_wait<0>();
+    fence_sum(sum);
+    __syncwarp();  // both blocks wrote the stage's A: release it in both
+    if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
+    promote(total[1], sum, f.lo[1], f.hi[1]);
+    f = f_next;
+    s = s_next;
+    phase = phase_next;
+  }
+}
+
+// Writes the tile's totals as bf16 through the staging buffer: each warp's 16 rows of a local
+// go in with stmatrix, then one thread stores the two 64-column boxes with TMA, which drops
+// what lies past M and N and runs on while the next tile's K loop starts. Before the buffer is
+// refilled, that thread waits for the previous tile's stores to have read it.
+__device__ __forceinline__ void store_tile(const TallParams& p, const Tile& tile,
+                                           const ConsumerRing& ring, const ConsumerThread& me,
+                                           const float (&total)[kLocals][kValues]) {
+  if (me.thread == 0) tile_store::wait_stores_read();
+  tile_store::named_barrier_sync(1, 256);
+  // Lanes 0-7 address the rows of the first 8 x 8 matrix, lanes 8-15 those of the second.
+  const int warp_row = 64 * me.group + 16 * ((me.thread / 32) % 4) + me.lane % 16;
+#pragma unroll
+  for (int local = 0; local < kLocals; ++local) {
+    const int row = 128 * local + warp_row;
+#pragma unroll
+    for (int i = 0; i < kValues / 4; ++i) {  // columns [8 i, 8 i + 8)
+      const std::uint32_t box = ring.out_tile + (i / 8) * kOutBoxBytes;
+      const float* v = &total[local][4 * i];
+      tile_store::stmatrix_x2(box + tile_store::swizzled_offset(row, i % 8),
+                              tile_store::pack_bf16x2(v[0], v[1]),
+                              tile_store::pack_bf16x2(v[2], v[3]));
+    }
+  }
+  tile_store::fence_for_tma();
+  tile_store::named_barrier_sync(1, 256);
+  if (me.thread == 0) {
+#pragma unroll
+    for (int box = 0; box < kBlockN / kOutBoxColumns; ++box) {
+      tile_store::store_box(p.d_map, ring.out_tile + box * kOutBoxBytes,
+                            tile.n0 + box * kOutBoxColumns, tile.m0);
+    }
+    tile_store::commit_stores();
   }
 }
 
@@ -179,9 +272,14 @@ __device__ __forceinline__ void accumulate_tile(const TallParams& p, const Tile&
 __device__ void consume(const TallParams& p, unsigned rank, int cluster, int clusters,
                         const ConsumerRing& ring) {
   const ConsumerThread me = consumer_thread();
+  // Warp-uniform (the shuffle tells the compiler so): the descriptors live in uniform registers.
+  const int group = __shfl_sync(0xffffffff, me.group, 0);
+  const std::uint64_t a_base = gemv_tma::swizzled_descriptor(ring.a_ring + 64 * group * kBlockK);
+  const std::uint64_t b_base = gemv_tma::swizzled_descriptor(ring.b_ring);
   float sum[kValues];
   float total[kLocals][kValues];
-  int c = 0;  // K blocks consumed so far (the producer's sequence)
+  int s = 0;  // the ring's next stage and its phase (the producer's sequence)
+  std::uint32_t phase = 0;
   for (int t = cluster; t < p.cluster_tiles; t += clusters) {
     const Tile tile = tile_at(p, t, rank);
 #pragma unroll
@@ -189,32 +287,17 @@ __device__ void consume(const TallParams& p, unsigned rank, int cluster, int clu
 #pragma unroll
       for (int v = 0; v < kValues; ++v) total[local][v] = 0.0f;
     }
-    accumulate_tile(p, tile, ring, me, c, sum, total);
+    accumulate_tile(p, tile, ring, me, a_base, b_base, s, phase, sum, total);
 
-    // Values v, v + 1 of a row are adjacent columns: one 4-byte store per pair.
-#pragma unroll
-    for (int local = 0; local < kLocals; ++local) {
-#pragma unroll
-      for (int v = 0; v < kValues; v += 2) {
-        const int row = tile.m0 + 128 * local + me.row_lo + 8 * ((v / 2) % 2);
-        const int col = tile.n0 + 8 * (v / 4) + 2 * (me.thread % 4);
-        if (row >= p.m || col >= p.n) continue;
-        __nv_bfloat16* out = p.d + static_cast<std::int64_t>(row) * p.ldd + col;
-        const float x = total[local][v], y = total[local][v + 1];
-        if (col + 1 < p.n && reinterpret_cast<std::uintptr_t>(out) % 4 == 0) {
-          *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(x, y);
-        } else {
-          out[0] = __float2bfloat16_rn(x);
-          if (col + 1 < p.n) out[1] = __float2bfloat16_rn(y);
-        }
-      }
-    }
+    store_tile(p, tile, ring, me, total);
   }
+  // The last stores must be done before the block's shared memory goes away.
+  if (me.thread == 0) tile_store::wait_stores_done();
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
     block_fp8_gemm_256x128_kernel(const __grid_constant__ TallParams params) {
-  own_prefill::run_block<kStages, kABytes, kBBytes, kBlockM>(
+  own_prefill::run_block<kStages, kABytes, kBBytes, kBlockM, kOutBytes>(
       params.a_map, params.b_map,
       [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
           float* scale_ring, std::uint64_t* full, std::uint64_t* empty) {
@@ -231,22 +314,22 @@ void launch_block_fp8_gemm_256x128(const BlockFp8GemmProblem& p, const float* a_
                                    std::int64_t a_scale_stride_k, cudaStream_t stream) {
   TallParams params{};
   if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM / kClusterN) ||
-      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN)) {
+      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN) ||
+      !encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM)) {
     check_cuda(cudaErrorInvalidValue, "block_fp8_mm",
-               "tensor maps of a and b (prefill256x128mc)");
+               "tensor maps of a, b and d (prefill256x128mc)");
   }
   params.a_scales = a_scales;
   params.a_scale_stride_k = a_scale_stride_k;
   params.b_scales = p.b_scales;
-  params.d = static_cast<__nv_bfloat16*>(p.d);
-  params.ldd = p.ldd;
   params.m = static_cast<int>(p.m);
   params.n = static_cast<int>(p.n);
   params.k_blocks = static_cast<int>((p.k + kBlockK - 1) / kBlockK);
   params.n_scale_blocks = static_cast<int>((p.n + 127) / 128);
   params.m_blocks = static_cast<int>((p.m + kBlockM - 1) / kBlockM);
   const int n_blocks = static_cast<int>((p.n + kBlockN - 1) / kBlockN);
-  params.cluster_tiles = params.m_blocks * ((n_blocks + kClusterN - 1) / kClusterN);
+  params.pairs = (n_blocks + kClusterN - 1) / kClusterN;
+  params.cluster_tiles = params.m_blocks * params.pairs;
   if (params.cluster_tiles == 0) return;
 
   KernelLaunch launch;

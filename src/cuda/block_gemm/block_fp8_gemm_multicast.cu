@@ -289,7 +289,7 @@ __device__ void consume(const MulticastParams& p, unsigned rank, int cluster, in
 
 __global__ void __launch_bounds__(kThreads, 1)
     block_fp8_gemm_multicast_kernel(const __grid_constant__ MulticastParams params) {
-  own_prefill::run_block<kStages, kABytes, kBBytes, kBlockM>(
+  own_prefill::run_block<kStages, kABytes, kBBytes, kBlockM, 0>(
       params.a_map, params.b_map,
       [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
           float* scale_ring, std::uint64_t* full, std::uint64_t* empty) {

@@ -32,6 +32,7 @@ __device__ __forceinline__ ConsumerThread consumer_thread() {
 
 struct ConsumerRing {
   std::uint32_t a_ring, b_ring;
+  std::uint32_t out_tile;  // the output staging buffer (kOutBytes of run_block; 1024-aligned)
   const float* scale_ring;
   std::uint64_t* full;
   std::uint64_t* empty;
@@ -44,11 +45,12 @@ __device__ __forceinline__ void fence_sum(float (&sum)[kValues]) {
   for (int v = 0; v < kValues; ++v) gemv_wgmma::fence_operand(sum[v]);
 }
 
-// Shared memory of a block: the ring of kStages stages (A, then B, then kScales floats of
-// activation scales per stage) and its barriers.
-template <int kStages, int kABytes, int kBBytes, int kScales>
+// Shared memory of a block: an output staging buffer of kOutBytes (a multiple of 1024, or 0),
+// the ring of kStages stages (A, then B, then kScales floats of activation scales per stage)
+// and its barriers.
+template <int kStages, int kABytes, int kBBytes, int kScales, int kOutBytes = 0>
 constexpr int shared_bytes() {
-  return 1024 + kStages * (kABytes + kBBytes + 4 * kScales) + 2 * kStages * 8;
+  return 1024 + kOutBytes + kStages * (kABytes + kBBytes + 4 * kScales) + 2 * kStages * 8;
 }
 
 // The body of one block: carves the ring, initializes the barriers (the empty ones take one
@@ -56,13 +58,14 @@ constexpr int shared_bytes() {
 //   produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty)
 // on thread 0 and consume(rank, cluster, clusters, ring) on the consumer warpgroups.
 // `maps` are the tensor maps to prefetch.
-template <int kStages, int kABytes, int kBBytes, int kScales, typename Produce,
+template <int kStages, int kABytes, int kBBytes, int kScales, int kOutBytes, typename Produce,
           typename Consume>
 __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtensorMap& b_map,
                                           Produce produce, Consume consume) {
   extern __shared__ __align__(1024) unsigned char shared[];
   const std::uint32_t raw = shared_address(shared);
-  const std::uint32_t a_ring = (raw + 1023) & ~1023u;
+  const std::uint32_t out_tile = (raw + 1023) & ~1023u;
+  const std::uint32_t a_ring = out_tile + kOutBytes;
   const std::uint32_t b_ring = a_ring + kStages * kABytes;
   unsigned char* base = shared + (a_ring - raw);
   auto* scale_ring = reinterpret_cast<float*>(base + kStages * (kABytes + kBBytes));
@@ -92,7 +95,8 @@ __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtens
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
-    consume(rank, cluster, clusters, ConsumerRing{a_ring, b_ring, scale_ring, full, empty});
+    consume(rank, cluster, clusters,
+            ConsumerRing{a_ring, b_ring, out_tile, scale_ring, full, empty});
   }
   // Neither block leaves while the other may still arrive on its barriers.
   cluster_group.sync();
