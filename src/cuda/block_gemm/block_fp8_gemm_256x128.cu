@@ -67,7 +67,9 @@ constexpr int kStageBytes = kABytes + kBBytes + kScaleBytes;
 // The output tile is staged in shared memory as two 64-column boxes (128-byte rows) for TMA.
 constexpr int kOutBoxColumns = 64, kOutBoxBytes = kBlockM * 128;
 constexpr int kOutBytes = kBlockN / kOutBoxColumns * kOutBoxBytes;
-constexpr int kStages = (227 * 1024 - 1024 - 256 - kOutBytes) / kStageBytes;
+// The tile's weight scales are staged in shared memory too: K up to 128 x kMaxKBlocks.
+constexpr int kMaxKBlocks = 1024;
+constexpr int kStages = (227 * 1024 - 1024 - 256 - kOutBytes - 4 * kMaxKBlocks) / kStageBytes;
 constexpr int kSharedBytes =
     own_prefill::shared_bytes<kStages, kABytes, kBBytes, kBlockM, kOutBytes>();
 constexpr int kValues = kBlockN / 2;  // a 64 x 128 fp32 tile over a warpgroup's 128 threads
@@ -145,91 +147,64 @@ __device__ void produce(const TallParams& p, unsigned rank, int cluster, int clu
   }
 }
 
-// What a consumer thread needs from a stage before its wgmma are issued: the promotion factors
-// As[m, kb] * Bs[n / 128, kb] of its two fragment rows in each local.
-struct StageFactors {
-  float lo[kLocals], hi[kLocals];
-};
-__device__ __forceinline__ StageFactors stage_factors(const ConsumerRing& ring, int s,
-                                                      const ConsumerThread& me, float b_scale) {
-  const float* a_scales = ring.scale_ring + s * kBlockM;
-  StageFactors f;
-#pragma unroll
-  for (int local = 0; local < kLocals; ++local) {
-    f.lo[local] = a_scales[128 * local + me.row_lo] * b_scale;
-    f.hi[local] = a_scales[128 * local + me.row_lo + 8] * b_scale;
-  }
-  return f;
-}
-
-// Issues one local's four m64n128k32 wgmma of stage s as one group. `a_base` and `b_base` are
-// the descriptors of the warpgroup's rows and of B in stage 0; a stage's operands lie a fixed
-// byte offset further, added to the descriptor's address field (in 16-byte units; shared
-// addresses stay below 256 KB, so the field cannot carry).
-__device__ __forceinline__ void issue_local(std::uint64_t a_base, std::uint64_t b_base, int s,
-                                            int local, float (&sum)[kValues]) {
-  const std::uint64_t a = a_base + ((s * kABytes + 128 * local * kBlockK) >> 4);
-  const std::uint64_t b = b_base + ((s * kBBytes) >> 4);
-  fence_sum(sum);
-  gemv_wgmma::wgmma_fence();
-#pragma unroll
-  for (int q = 0; q < 4; ++q) wgmma_m64n128k32(sum, a + 2 * q, b + 2 * q, q > 0);
-  gemv_wgmma::wgmma_commit();
-}
-
 __device__ __forceinline__ void promote(float (&total)[kValues], const float (&sum)[kValues],
                                         float lo, float hi) {
 #pragma unroll
   for (int v = 0; v < kValues; ++v) total[v] = fmaf(sum[v], (v / 2) % 2 ? hi : lo, total[v]);
 }
 
+// A wgmma descriptor from its low word (start address in 16-byte units and the unused leading
+// offset, as in gemv_tma::swizzled_descriptor): the high word (1024-byte row-group stride,
+// 128-byte swizzle) is the same for every stage, so a stage's descriptor is one 32-bit add.
+__device__ __forceinline__ std::uint64_t descriptor_from_low(std::uint32_t low) {
+  constexpr std::uint32_t kHigh = (1024 >> 4) | (1u << 30);
+  return (static_cast<std::uint64_t>(kHigh) << 32) | low;
+}
 // One consumer warpgroup's K loop over a tile, summed into `total` (local 0's 64 values, then
-// local 1's); `s` and `phase` track the ring across tiles.
-//
-// The tensor core stays busy only if a warpgroup issues its next group before the other
-// warpgroup's group (256 tensor cycles) ends. So between a wait and the next issue there is
-// only the promotion: the next stage's barrier wait, its activation scales and the weight
-// scale two K blocks ahead are taken while local 1's group runs (measured gain 0-4%: not
-// what bounds the loop, docs/perf/block_gemm.md). Stage s's scales are read before the stage
-// is released, as the producer may refill it right after.
-__device__ __forceinline__ void accumulate_tile(const TallParams& p, const Tile& tile,
-                                                const ConsumerRing& ring,
-                                                const ConsumerThread& me, std::uint64_t a_base,
-                                                std::uint64_t b_base, int& s,
-                                                std::uint32_t& phase, float (&sum)[kValues],
+// local 1's); `s` and `phase` track the ring across tiles. `a_low` and `b_low` are the low
+// descriptor words of the warpgroup's rows and of B in stage 0; `b_scales` are the tile's
+// weight scales, staged in shared memory. This is DeepGEMM's loop shape: wait for the stage,
+// then per local issue four wgmma, wait for them and promote, unrolled 8 times. On an H200 it
+// ran gate_up / down / o_proj (M = 4096) in 190-198 / 107 / 735-836 us against 213 / 120 /
+// 837-1018 for a loop that took the next stage's barrier and scales while the second group ran
+// (64-bit descriptor arithmetic, weight scales from global memory, not unrolled): the extra
+// instructions there, not the tensor core or the feed, were what kept the tensor pipe idle.
+__device__ __forceinline__ void accumulate_tile(const TallParams& p, const ConsumerRing& ring,
+                                                const ConsumerThread& me, std::uint32_t a_low,
+                                                std::uint32_t b_low, int& s,
+                                                std::uint32_t& phase, const float* b_scales,
+                                                float (&sum)[kValues],
                                                 float (&total)[kLocals][kValues]) {
-  const int n_block = min(tile.n0 / 128, p.n_scale_blocks - 1);
-  const float* b_scales = p.b_scales + static_cast<std::int64_t>(n_block) * p.k_blocks;
-  const int last = p.k_blocks - 1;
-  float b_next = __ldg(b_scales + min(1, last));
-  mbarrier_wait(&ring.full[s], phase);
-  StageFactors f = stage_factors(ring, s, me, __ldg(b_scales));
-#pragma unroll 1
-  for (int kb = 0; kb <= last; ++kb) {
-    issue_local(a_base, b_base, s, 0, sum);
-    gemv_wgmma::wgmma_wait<0>();
-    fence_sum(sum);
-    promote(total[0], sum, f.lo[0], f.hi[0]);
-    issue_local(a_base, b_base, s, 1, sum);
-
-    const int s_next = s + 1 == kStages ? 0 : s + 1;
-    const std::uint32_t phase_next = s_next == 0 ? phase ^ 1 : phase;
-    StageFactors f_next = f;
-    if (kb < last) {
-      const float b_scale = b_next;
-      b_next = __ldg(b_scales + min(kb + 2, last));
-      mbarrier_wait(&ring.full[s_next], phase_next);
-      f_next = stage_factors(ring, s_next, me, b_scale);
+#pragma unroll 8
+  for (int kb = 0; kb < p.k_blocks; ++kb) {
+    const float b_scale = b_scales[kb];
+    mbarrier_wait(&ring.full[s], phase);
+    const float* a_scales = ring.scale_ring + s * kBlockM;
+#pragma unroll
+    for (int local = 0; local < kLocals; ++local) {
+      const float lo = a_scales[128 * local + me.row_lo];
+      const float hi = a_scales[128 * local + me.row_lo + 8];
+      const std::uint32_t a_stage = a_low + ((s * kABytes + 128 * local * kBlockK) >> 4);
+      const std::uint32_t b_stage = b_low + ((s * kBBytes) >> 4);
+      fence_sum(sum);
+      gemv_wgmma::wgmma_fence();
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        wgmma_m64n128k32(sum, descriptor_from_low(a_stage + 2 * q),
+                         descriptor_from_low(b_stage + 2 * q), q > 0);
+      }
+      gemv_wgmma::wgmma_commit();
+      fence_sum(sum);
+      gemv_wgmma::wgmma_wait<0>();
+      fence_sum(sum);
+      if (local == kLocals - 1) {  // both blocks wrote the stage's A: release it in both
+        __syncwarp();
+        if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
+      }
+      promote(total[local], sum, lo * b_scale, hi * b_scale);
     }
-
-    gemv_wgmma::wgmma_wait<0>();
-    fence_sum(sum);
-    __syncwarp();  // both blocks wrote the stage's A: release it in both
-    if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
-    promote(total[1], sum, f.lo[1], f.hi[1]);
-    f = f_next;
-    s = s_next;
-    phase = phase_next;
+    s = s + 1 == kStages ? 0 : s + 1;
+    phase ^= s == 0 ? 1u : 0u;
   }
 }
 
@@ -270,12 +245,13 @@ __device__ __forceinline__ void store_tile(const TallParams& p, const Tile& tile
 
 // One consumer warpgroup's share of each tile.
 __device__ void consume(const TallParams& p, unsigned rank, int cluster, int clusters,
-                        const ConsumerRing& ring) {
+                        const ConsumerRing& ring, float* b_scales) {
   const ConsumerThread me = consumer_thread();
   // Warp-uniform (the shuffle tells the compiler so): the descriptors live in uniform registers.
   const int group = __shfl_sync(0xffffffff, me.group, 0);
-  const std::uint64_t a_base = gemv_tma::swizzled_descriptor(ring.a_ring + 64 * group * kBlockK);
-  const std::uint64_t b_base = gemv_tma::swizzled_descriptor(ring.b_ring);
+  const auto a_low = static_cast<std::uint32_t>(
+      gemv_tma::swizzled_descriptor(ring.a_ring + 64 * group * kBlockK));
+  const auto b_low = static_cast<std::uint32_t>(gemv_tma::swizzled_descriptor(ring.b_ring));
   float sum[kValues];
   float total[kLocals][kValues];
   int s = 0;  // the ring's next stage and its phase (the producer's sequence)
@@ -287,7 +263,12 @@ __device__ void consume(const TallParams& p, unsigned rank, int cluster, int clu
 #pragma unroll
       for (int v = 0; v < kValues; ++v) total[local][v] = 0.0f;
     }
-    accumulate_tile(p, tile, ring, me, a_base, b_base, s, phase, sum, total);
+    // Every consumer is past the previous tile's K loop (store_tile's barriers): restage.
+    const int n_block = min(tile.n0 / 128, p.n_scale_blocks - 1);
+    const float* tile_b_scales = p.b_scales + static_cast<std::int64_t>(n_block) * p.k_blocks;
+    for (int i = me.thread; i < p.k_blocks; i += 256) b_scales[i] = __ldg(tile_b_scales + i);
+    tile_store::named_barrier_sync(2, 256);
+    accumulate_tile(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
 
     store_tile(p, tile, ring, me, total);
   }
@@ -297,6 +278,7 @@ __device__ void consume(const TallParams& p, unsigned rank, int cluster, int clu
 
 __global__ void __launch_bounds__(kThreads, 1)
     block_fp8_gemm_256x128_kernel(const __grid_constant__ TallParams params) {
+  __shared__ float b_scales[kMaxKBlocks];  // the tile's weight scales
   own_prefill::run_block<kStages, kABytes, kBBytes, kBlockM, kOutBytes>(
       params.a_map, params.b_map,
       [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
@@ -304,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
       },
       [&](unsigned rank, int cluster, int clusters, const ConsumerRing& ring) {
-        consume(params, rank, cluster, clusters, ring);
+        consume(params, rank, cluster, clusters, ring, b_scales);
       });
 }
 
@@ -331,6 +313,10 @@ void launch_block_fp8_gemm_256x128(const BlockFp8GemmProblem& p, const float* a_
   params.pairs = (n_blocks + kClusterN - 1) / kClusterN;
   params.cluster_tiles = params.m_blocks * params.pairs;
   if (params.cluster_tiles == 0) return;
+  if (params.k_blocks > kMaxKBlocks) {
+    check_cuda(cudaErrorInvalidValue, "block_fp8_mm",
+               "K <= 131072 for prefill256x128mc (its weight scales are staged in shared memory)");
+  }
 
   KernelLaunch launch;
   launch.threads = kThreads;
