@@ -93,13 +93,16 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // 1024 the pingpong tile's 64-row tiles were 13-15% faster (22.2 / 23.4 against 25.8 /
     // 26.8 us); at M = 4096 the 128 x 192 multicast tile's 48 cluster tiles fill one wave where
     // 160 tiles of 128 x 128 take two (46.7 against 60.5 us), at 8192 level (91.0 / 92.4).
-    // Wide weights with short K (DeepSeek-V3's q_b, kv_b, down) run fastest on the 256 x 128
-    // tile with TMA-store epilogue: on an H200 at M = 512-8192 it took 3-20% off the choices
-    // below (e.g. M = 4096: kv_b 162 against 189 us, q_b 285 against 313, down 126 against
-    // 138); at K >= 7168 it is slower than the 128 x 128 tile (o_proj 966 against 804).
+    // Wide weights (DeepSeek-V3's q_b, kv_b, gate_up, down, o_proj) run fastest on the 256 x 128
+    // tile once it has most of a wave of cluster tiles (66 clusters on an H200). Measured there
+    // (docs/perf/block_gemm.md): M = 1024 q_b 71 against 87 us, gate_up 50 against 56, o_proj
+    // 203 against 211; M = 4096 kv_b 157 against 243 (128 x 128), down 108 against 132; M = 8192
+    // down 228 against 293. Below 48 cluster tiles it loses (gate_up at M = 512, 32 tiles: 55
+    // against 32 us, measured before its loop change).
     const bool narrow = n <= 1024;
-    const bool wide_short = n >= 4096 && k <= 2048;
-    if (wide_short && m >= 512) {
+    const std::int64_t cluster_tiles = (m + 255) / 256 * ((n + 255) / 256);
+    const bool wide = n >= 4096 && m >= 512 && cluster_tiles >= 48;
+    if (wide) {
       config.tile = BlockGemmTile::kPrefill256x128Multicast;
     } else if (narrow && m >= 4096) {
       config.tile = BlockGemmTile::kPrefill128x192Multicast;
