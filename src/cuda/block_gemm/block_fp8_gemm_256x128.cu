@@ -28,7 +28,6 @@
 // realigns other layouts). Reads past M, N and K arrive as zeros; stores past M and N are
 // dropped.
 #include <cuda.h>
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>

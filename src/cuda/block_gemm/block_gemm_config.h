@@ -29,13 +29,13 @@ inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kGemvTma, BlockGemmTile::kPrefill128x192Multicast,
     BlockGemmTile::kPrefill256x128Multicast};
 
-// The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).
 // lowbit's own prefill kernels (bf16 output; M-major A scales with 16-byte aligned columns).
 inline constexpr bool is_own_prefill(BlockGemmTile tile) {
   return tile == BlockGemmTile::kPrefill128x192Multicast ||
          tile == BlockGemmTile::kPrefill256x128Multicast;
 }
 
+// The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).
 inline constexpr bool is_gemv(BlockGemmTile tile) {
   return tile == BlockGemmTile::kGemvSplitK || tile == BlockGemmTile::kGemvWgmma ||
          tile == BlockGemmTile::kGemvTma;
