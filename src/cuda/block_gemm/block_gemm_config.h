@@ -16,8 +16,8 @@ enum class BlockGemmTile : std::uint8_t {
   kGemvSplitK,      // M <= 32: mma.sync GEMV, 32 weight rows per block, K split over its warps
   kGemvWgmma,       // M <= 32: wgmma GEMV, 64 weight rows per block, K split over warpgroups/cluster
   kGemvTma,         // M <= 64: wgmma GEMV fed by TMA, 64 weight rows per block, K split over cluster
-  // lowbit's own TMA/wgmma kernel: 128 x 192 tiles, weight tile multicast over a 2-block
-  // cluster, bf16 output (block_fp8_gemm_multicast.cu); chosen for narrow weights at large M
+  // lowbit's own TMA/wgmma kernel: 128 x 192 tiles, activation tile multicast over a 2-block
+  // cluster, bf16 output (block_fp8_gemm_128x192.cu); chosen for narrow weights at large M
   kPrefill128x192Multicast,
   // lowbit's own TMA/wgmma kernel: 256 x 128 tiles, activation tile multicast over a 2-block
   // cluster, bf16 output (block_fp8_gemm_256x128.cu)

@@ -2,8 +2,8 @@
 // the floor, so the swapped (decode) tiles put the tokens in wgmma's N (32 or 64) instead of
 // padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM;
 // a persistent pingpong 64 x 128 tile serves short K and M up to 128; above that, the 128 x 128
-// cooperative tile, and for narrow weights at large M lowbit's 128 x 192 multicast tile
-// (docs/block_gemm.md, docs/perf/block_gemm.md).
+// cooperative tile, or lowbit's own tiles once they fill most of a wave of clusters: 256 x 128
+// for wide weights, 128 x 192 for the others (docs/block_gemm.md, docs/perf/block_gemm.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -91,8 +91,14 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // Narrow weights (DeepSeek-V3's kv_a, N = 576) give the 128 x 128 tile few columns of
     // tiles. Measured on an H200 (docs/perf/block_gemm.md, sweep of 2026-11-22): at M = 512 and
     // 1024 the pingpong tile's 64-row tiles were 13-15% faster (22.2 / 23.4 against 25.8 /
-    // 26.8 us); at M = 4096 the 128 x 192 multicast tile's 48 cluster tiles fill one wave where
-    // 160 tiles of 128 x 128 take two (46.7 against 60.5 us), at 8192 level (91.0 / 92.4).
+    // 26.8 us).
+    // Weights below 4096 rows run fastest on the 128 x 192 tile once it has 48 cluster tiles
+    // (two 192-row weight blocks each). Measured there with K = 7168 (docs/perf/block_gemm.md,
+    // eleventh session): q_a+kv_a (N = 2112) M = 1024 36.2 against 40.0 us (128 x 128), 4096
+    // 109.4 against 133.4, 8192 211.9 against 238.6; kv_a M = 4096 38.4 against 60.4, 8192 74.0
+    // against 105.1. With fewer tiles it loses (q_a M = 512, 24 tiles: 35.3 against 29.5; kv_a
+    // M = 1024, 16 tiles: 34.3 against 24.0 for the pingpong tile). Short K is unmeasured, so
+    // it keeps the other tiles.
     // Wide weights (DeepSeek-V3's q_b, kv_b, gate_up, down, o_proj) run fastest on the 256 x 128
     // tile once it has most of a wave of cluster tiles (66 clusters on an H200). Measured there
     // (docs/perf/block_gemm.md): M = 1024 q_b 71 against 87 us, gate_up 50 against 56, o_proj
@@ -102,9 +108,11 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     const bool narrow = n <= 1024;
     const std::int64_t cluster_tiles = (m + 255) / 256 * ((n + 255) / 256);
     const bool wide = n >= 4096 && m >= 512 && cluster_tiles >= 48;
+    const std::int64_t tall_cluster_tiles = (m + 127) / 128 * (((n + 191) / 192 + 1) / 2);
+    const bool tall = n < 4096 && k >= 2048 && tall_cluster_tiles >= 48;
     if (wide) {
       config.tile = BlockGemmTile::kPrefill256x128Multicast;
-    } else if (narrow && m >= 4096) {
+    } else if (tall) {
       config.tile = BlockGemmTile::kPrefill128x192Multicast;
     } else if (m <= 128 && k <= 2048) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;

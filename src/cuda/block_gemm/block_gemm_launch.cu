@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "../common/check.cuh"
-#include "block_fp8_gemm_multicast_launch.h"
+#include "block_fp8_gemm_tall_launch.h"
 #include "block_fp8_gemv_launch.h"
 #include "block_gemm_launch.h"
 #include "sm90_block_fp8_gemm_instances.h"
@@ -107,7 +107,7 @@ void launch_block_fp8_gemm(const BlockFp8GemmProblem& problem, const BlockFp8Gem
     if (config.tile == BlockGemmTile::kPrefill256x128Multicast) {
       return launch_block_fp8_gemm_256x128(problem, a_scales, stride_k, stream);
     }
-    return launch_block_fp8_gemm_multicast(problem, a_scales, stride_k, stream);
+    return launch_block_fp8_gemm_128x192(problem, a_scales, stride_k, stream);
   }
   void* gemm_workspace =
       scale_bytes == 0 ? workspace : static_cast<char*>(workspace) + scale_bytes;

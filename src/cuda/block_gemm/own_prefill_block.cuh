@@ -1,7 +1,7 @@
-// What lowbit's two prefill kernels (block_fp8_gemm_multicast.cu, block_fp8_gemm_256x128.cu)
-// share: one block of a 2-block cluster with a producer warpgroup (one thread issues the TMA
-// copies) and two consumer warpgroups, over a shared-memory ring of stages, each holding one K
-// block of A, of B and of the block's activation scales, with a full and an empty mbarrier.
+// The frame of lowbit's own prefill tiles (block_fp8_gemm_tall.cuh): one block of a 2-block
+// cluster with a producer warpgroup (one thread issues the TMA copies) and two consumer
+// warpgroups, over a shared-memory ring of stages, each holding one K block of A, of B and of
+// the block's activation scales, with a full and an empty mbarrier.
 #pragma once
 
 #include <cooperative_groups.h>

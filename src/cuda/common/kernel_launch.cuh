@@ -1,5 +1,5 @@
 // Launching lowbit's own kernels: an optional cluster along the grid's y dimension (the K split of
-// common/gemv_wgmma.cuh and common/gemv_tma.cuh, the block pairs of block_fp8_gemm_multicast.cu)
+// common/gemv_wgmma.cuh and common/gemv_tma.cuh, the block pairs of block_gemm/block_fp8_gemm_tall.cuh)
 // and optional programmatic dependent launch.
 //
 // Programmatic dependent launch (PDL, sm_90): a kernel launched with it may start while the

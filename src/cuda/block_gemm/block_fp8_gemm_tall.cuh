@@ -1,0 +1,372 @@
+// lowbit's own prefill tiles for block_fp8_mm (sm_90a, TMA + mbarriers + wgmma), as a template
+// over the tile: kBlockM tokens (128 or 256) x kBlockN weight rows (128 or 192). Instantiated by
+// block_fp8_gemm_256x128.cu (`prefill256x128mc`) and block_fp8_gemm_128x192.cu.
+//
+// Structure (DeepGEMM's sm90 1D2D kernel, measured side by side: docs/perf/block_gemm.md):
+// - 2-block clusters take one activation block and two adjacent weight blocks; each block loads
+//   half of the activation tile and multicasts it to both, and loads its own weight block.
+// - One producer thread fills a ring of stages (A, B, the tile's activation scales); two
+//   consumer warpgroups own 64 tokens of every 128 ("locals"). Per K block and local a
+//   warpgroup issues four m64nNk32 wgmma, waits for them, and promotes the sum into its totals
+//   with As[m, kb] * Bs[n / 128, kb]; the other warpgroup's wgmma keep the tensor core busy.
+// - The tile's weight scales (one or two 128-row scale blocks) are staged in shared memory.
+// - The bf16 tile is written with stmatrix into a swizzled staging buffer and leaves in TMA
+//   stores (64-column boxes) that clip at M and N and run while the next tile starts.
+// - Cluster tiles run in groups of 8 weight-block pairs, pair-fastest, for L2 reuse.
+// Requirements (checked by the op): bf16 output, A and B rows 16-byte aligned, activation
+// scales M-major with 16-byte aligned columns (the caller realigns others).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "../common/bulk_copy.cuh"
+#include "../common/check.cuh"
+#include "../common/cluster_copy.cuh"
+#include "../common/gemv_tma.cuh"
+#include "../common/gemv_wgmma.cuh"
+#include "../common/kernel_launch.cuh"
+#include "../common/tensor_map.cuh"
+#include "../common/tile_store.cuh"
+#include "block_gemm_launch.h"
+#include "own_prefill_block.cuh"
+
+namespace lowbit::cuda::tall {
+
+using own_prefill::consumer_thread;
+using own_prefill::ConsumerRing;
+using own_prefill::ConsumerThread;
+using own_prefill::fence_sum;
+using own_prefill::kThreads;
+
+struct Params {
+  CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x (kBlockM / 2) rows
+  CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x kBlockN rows
+  CUtensorMap d_map;  // output [M, N] bf16, boxes of 64 columns x kBlockM rows
+  const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
+  std::int64_t a_scale_stride_k;
+  const float* b_scales;  // [n_scale_blocks, k_blocks]
+  int m, n, k_blocks, n_scale_blocks, m_blocks, pairs, cluster_tiles;
+};
+
+struct Tile {
+  int m0, n0;
+};
+
+#define LOWBIT_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                     "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+// D (64 x N) = A (64 x 32, shared) * B (32 x N, shared) + (accumulate ? D : 0).
+template <int kN>
+__device__ __forceinline__ void wgmma_k32(float (&d)[kN / 2], std::uint64_t a, std::uint64_t b,
+                                          bool accumulate);
+template <>
+__device__ __forceinline__ void wgmma_k32<128>(float (&d)[64], std::uint64_t a, std::uint64_t b,
+                                               bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,"
+      "%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+      "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,"
+      "%62,%63}, %64, %65, p, 1, 1;\n}\n"
+      : LOWBIT_D8(0), LOWBIT_D8(8), LOWBIT_D8(16), LOWBIT_D8(24), LOWBIT_D8(32),
+        LOWBIT_D8(40), LOWBIT_D8(48), LOWBIT_D8(56)
+      : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
+__device__ __forceinline__ void wgmma_k32<192>(float (&d)[96], std::uint64_t a, std::uint64_t b,
+                                               bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,"
+      "%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+      "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,"
+      "%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,"
+      "%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,"
+      "%92,%93,%94,%95}, %96, %97, p, 1, 1;\n}\n"
+      : LOWBIT_D8(0), LOWBIT_D8(8), LOWBIT_D8(16), LOWBIT_D8(24), LOWBIT_D8(32),
+        LOWBIT_D8(40), LOWBIT_D8(48), LOWBIT_D8(56), LOWBIT_D8(64), LOWBIT_D8(72),
+        LOWBIT_D8(80), LOWBIT_D8(88)
+      : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+#undef LOWBIT_D8
+
+// A wgmma descriptor from its low word (start address in 16-byte units and the unused leading
+// offset, as in gemv_tma::swizzled_descriptor): the high word (1024-byte row-group stride,
+// 128-byte swizzle) is the same for every stage, so a stage's descriptor is one 32-bit add.
+__device__ __forceinline__ std::uint64_t descriptor_from_low(std::uint32_t low) {
+  constexpr std::uint32_t kHigh = (1024 >> 4) | (1u << 30);
+  return (static_cast<std::uint64_t>(kHigh) << 32) | low;
+}
+
+// The tile's weight scales are staged in shared memory: K up to 128 x kMaxKBlocks.
+constexpr int kMaxKBlocks = 1024;
+constexpr int kBlockK = 128, kClusterN = 2, kGroupPairs = 8, kOutBoxColumns = 64;
+
+// Reports a failed CUDA call of configuration `name`.
+inline void check_tile(cudaError_t status, const char* what, const char* name) {
+  if (status != cudaSuccess) {
+    check_cuda(status, "block_fp8_mm", (std::string(what) + " (" + name + ")").c_str());
+  }
+}
+
+template <int kBlockM, int kBlockN>
+struct Kernel {
+  static_assert(kBlockM == 128 || kBlockM == 256, "two warpgroups of 64-token locals");
+  static_assert(kBlockN == 128 || kBlockN == 192, "wgmma n128 or n192");
+  static constexpr int kLocals = kBlockM / 128;  // 64-token row groups per warpgroup
+  static constexpr int kValues = kBlockN / 2;    // a 64 x kBlockN fp32 tile over 128 threads
+  // Weight scale blocks a tile's columns touch: one (128 wide) or two (192 wide).
+  static constexpr int kScaleRows = kBlockN > 128 ? 2 : 1;
+  static constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
+  static constexpr int kAHalfBytes = kABytes / kClusterN;  // each block's share of A
+  static constexpr int kStageBytes = kABytes + kBBytes + kBlockM * 4;
+  static constexpr int kOutBoxBytes = kBlockM * 128;
+  static constexpr int kOutBytes = kBlockN / kOutBoxColumns * kOutBoxBytes;
+  static constexpr int kStages =
+      (227 * 1024 - 1024 - 256 - kOutBytes - 4 * kScaleRows * kMaxKBlocks) / kStageBytes;
+  static constexpr int kSharedBytes =
+      own_prefill::shared_bytes<kStages, kABytes, kBBytes, kBlockM, kOutBytes>();
+  static_assert(kAHalfBytes % 1024 == 0, "an A half must keep the 8-row swizzle pattern");
+  static_assert(kStages >= 3, "at least three stages");
+
+  // Cluster tiles in groups of kGroupPairs weight-block pairs, pair-fastest within a group, so
+  // the clusters resident at once cover a near-square patch of the output and share its
+  // operand rows in L2. Block `rank` of the cluster takes the rank-th weight block of the pair.
+  static __device__ __forceinline__ Tile tile_at(const Params& p, int cluster_tile,
+                                                 unsigned rank) {
+    const int per_group = kGroupPairs * p.m_blocks;
+    const int group = cluster_tile / per_group, in_group = cluster_tile % per_group;
+    const int pairs = min(kGroupPairs, p.pairs - group * kGroupPairs);
+    const int pair = group * kGroupPairs + in_group % pairs, m_block = in_group / pairs;
+    return {m_block * kBlockM, (kClusterN * pair + static_cast<int>(rank)) * kBlockN};
+  }
+
+  static __device__ void produce(const Params& p, unsigned rank, int cluster, int clusters,
+                                 std::uint32_t a_ring, std::uint32_t b_ring, float* scale_ring,
+                                 std::uint64_t* full, std::uint64_t* empty) {
+    const int m_padded = (p.m + 3) / 4 * 4;  // M-major columns are read in 16-byte units
+    int c = 0;
+    for (int t = cluster; t < p.cluster_tiles; t += clusters) {
+      const Tile tile = tile_at(p, t, rank);
+      const int scale_rows = max(0, min(kBlockM, m_padded - tile.m0));
+      for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
+        const int s = c % kStages;
+        // Both blocks' consumers are done with the stage: this block's A half goes to both.
+        if (c >= kStages) mbarrier_wait(&empty[s], (c / kStages - 1) & 1);
+        mbarrier_arrive_expect_bytes(&full[s], kABytes + kBBytes + 4 * scale_rows);
+        load_box_multicast(p.a_map, a_ring + s * kABytes + rank * kAHalfBytes, &full[s],
+                           kb * kBlockK, tile.m0 + static_cast<int>(rank) * (kBlockM / 2), 0x3);
+        gemv_tma::load_box(p.b_map, b_ring + s * kBBytes, &full[s], kb * kBlockK, tile.n0);
+        if (scale_rows > 0) {
+          bulk_copy_to_shared(scale_ring + s * kBlockM,
+                              p.a_scales + kb * p.a_scale_stride_k + tile.m0, 4 * scale_rows,
+                              &full[s]);
+        }
+      }
+    }
+  }
+
+  // total += sum * factor, the factor of a value's row (lo or hi) and scale block: column
+  // groups of 8 below kFormer lie in the tile's first weight scale block, the rest in the next.
+  template <int kFormer>
+  static __device__ __forceinline__ void promote(float (&total)[kValues],
+                                                 const float (&sum)[kValues], float lo0,
+                                                 float hi0, float lo1, float hi1) {
+#pragma unroll
+    for (int v = 0; v < kValues; ++v) {
+      const bool hi = (v / 2) % 2 != 0, former = v / 4 < kFormer;
+      total[v] = fmaf(sum[v], former ? (hi ? hi0 : lo0) : (hi ? hi1 : lo1), total[v]);
+    }
+  }
+
+  // One consumer warpgroup's K loop over a tile, summed into `total` (local 0's values, then
+  // local 1's); `s` and `phase` track the ring across tiles. `a_low` and `b_low` are the low
+  // descriptor words of the warpgroup's rows and of B in stage 0; `b_scales` are the tile's
+  // weight scales (kScaleRows rows of kMaxKBlocks). DeepGEMM's loop shape: wait for the stage, then
+  // per local issue four wgmma, wait for them and promote, unrolled 8 times.
+  template <int kFormer>
+  static __device__ __forceinline__ void accumulate_tile(
+      const Params& p, const ConsumerRing& ring, const ConsumerThread& me, std::uint32_t a_low,
+      std::uint32_t b_low, int& s, std::uint32_t& phase, const float* b_scales,
+      float (&sum)[kValues], float (&total)[kLocals][kValues]) {
+#pragma unroll 8
+    for (int kb = 0; kb < p.k_blocks; ++kb) {
+      const float b0 = b_scales[kb];
+      const float b1 = kScaleRows > 1 ? b_scales[kMaxKBlocks + kb] : b0;
+      mbarrier_wait(&ring.full[s], phase);
+      const float* a_scales = ring.scale_ring + s * kBlockM;
+#pragma unroll
+      for (int local = 0; local < kLocals; ++local) {
+        const float lo = a_scales[128 * local + me.row_lo];
+        const float hi = a_scales[128 * local + me.row_lo + 8];
+        const std::uint32_t a_stage = a_low + ((s * kABytes + 128 * local * kBlockK) >> 4);
+        const std::uint32_t b_stage = b_low + ((s * kBBytes) >> 4);
+        fence_sum(sum);
+        gemv_wgmma::wgmma_fence();
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          wgmma_k32<kBlockN>(sum, descriptor_from_low(a_stage + 2 * q),
+                             descriptor_from_low(b_stage + 2 * q), q > 0);
+        }
+        gemv_wgmma::wgmma_commit();
+        fence_sum(sum);
+        gemv_wgmma::wgmma_wait<0>();
+        fence_sum(sum);
+        if (local == kLocals - 1) {  // both blocks wrote the stage's A: release it in both
+          __syncwarp();
+          if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
+        }
+        promote<kFormer>(total[local], sum, lo * b0, hi * b0, lo * b1, hi * b1);
+      }
+      s = s + 1 == kStages ? 0 : s + 1;
+      phase ^= s == 0 ? 1u : 0u;
+    }
+  }
+
+  // Writes the tile's totals as bf16 through the staging buffer: each warp's 16 rows of a
+  // local go in with stmatrix, then one thread stores the 64-column boxes with TMA. Before the
+  // buffer is refilled, that thread waits for the previous tile's stores to have read it.
+  static __device__ __forceinline__ void store_tile(const Params& p, const Tile& tile,
+                                                    const ConsumerRing& ring,
+                                                    const ConsumerThread& me,
+                                                    const float (&total)[kLocals][kValues]) {
+    if (me.thread == 0) tile_store::wait_stores_read();
+    tile_store::named_barrier_sync(1, 256);
+    // Lanes 0-7 address the rows of the first 8 x 8 matrix, lanes 8-15 those of the second.
+    const int warp_row = 64 * me.group + 16 * ((me.thread / 32) % 4) + me.lane % 16;
+#pragma unroll
+    for (int local = 0; local < kLocals; ++local) {
+      const int row = 128 * local + warp_row;
+#pragma unroll
+      for (int i = 0; i < kValues / 4; ++i) {  // columns [8 i, 8 i + 8)
+        const std::uint32_t box = ring.out_tile + (i / 8) * kOutBoxBytes;
+        const float* v = &total[local][4 * i];
+        tile_store::stmatrix_x2(box + tile_store::swizzled_offset(row, i % 8),
+                                tile_store::pack_bf16x2(v[0], v[1]),
+                                tile_store::pack_bf16x2(v[2], v[3]));
+      }
+    }
+    tile_store::fence_for_tma();
+    tile_store::named_barrier_sync(1, 256);
+    if (me.thread == 0) {
+#pragma unroll
+      for (int box = 0; box < kBlockN / kOutBoxColumns; ++box) {
+        tile_store::store_box(p.d_map, ring.out_tile + box * kOutBoxBytes,
+                              tile.n0 + box * kOutBoxColumns, tile.m0);
+      }
+      tile_store::commit_stores();
+    }
+  }
+
+  // One consumer warpgroup's share of each tile.
+  static __device__ void consume(const Params& p, unsigned rank, int cluster, int clusters,
+                                 const ConsumerRing& ring, float* b_scales) {
+    const ConsumerThread me = consumer_thread();
+    // Warp-uniform (the shuffle tells the compiler so): descriptors live in uniform registers.
+    const int group = __shfl_sync(0xffffffff, me.group, 0);
+    const auto a_low = static_cast<std::uint32_t>(
+        gemv_tma::swizzled_descriptor(ring.a_ring + 64 * group * kBlockK));
+    const auto b_low = static_cast<std::uint32_t>(gemv_tma::swizzled_descriptor(ring.b_ring));
+    float sum[kValues];
+    float total[kLocals][kValues];
+    int s = 0;  // the ring's next stage and its phase (the producer's sequence)
+    std::uint32_t phase = 0;
+    for (int t = cluster; t < p.cluster_tiles; t += clusters) {
+      const Tile tile = tile_at(p, t, rank);
+#pragma unroll
+      for (int local = 0; local < kLocals; ++local) {
+#pragma unroll
+        for (int v = 0; v < kValues; ++v) total[local][v] = 0.0f;
+      }
+      // Every consumer is past the previous tile's K loop (store_tile's barriers): restage
+      // the weight scales of the tile's first scale block and of the next (clamped at N).
+      const int first = min(tile.n0 / 128, p.n_scale_blocks - 1);
+      const int second = min(first + 1, p.n_scale_blocks - 1);
+      const float* first_scales = p.b_scales + static_cast<std::int64_t>(first) * p.k_blocks;
+      const float* second_scales = p.b_scales + static_cast<std::int64_t>(second) * p.k_blocks;
+      for (int i = me.thread; i < p.k_blocks; i += 256) {
+        b_scales[i] = __ldg(first_scales + i);
+        if (kScaleRows > 1) b_scales[kMaxKBlocks + i] = __ldg(second_scales + i);
+      }
+      tile_store::named_barrier_sync(2, 256);
+      // Column groups of 8 in the first scale block: all of a 128-wide tile; 16 or 8 of a
+      // 192-wide one, which starts 0 or 64 columns into its block.
+      if (kBlockN == 128 || tile.n0 % 128 == 0) {
+        accumulate_tile<16>(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
+      } else {
+        accumulate_tile<8>(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
+      }
+      store_tile(p, tile, ring, me, total);
+    }
+    // The last stores must be done before the block's shared memory goes away.
+    if (me.thread == 0) tile_store::wait_stores_done();
+  }
+};
+
+template <int kBlockM, int kBlockN>
+__global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ Params params) {
+  using K = Kernel<kBlockM, kBlockN>;
+  __shared__ float b_scales[K::kScaleRows * kMaxKBlocks];  // the tile's weight scales
+  own_prefill::run_block<K::kStages, K::kABytes, K::kBBytes, kBlockM, K::kOutBytes>(
+      params.a_map, params.b_map,
+      [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
+          float* scale_ring, std::uint64_t* full, std::uint64_t* empty) {
+        K::produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
+      },
+      [&](unsigned rank, int cluster, int clusters, const ConsumerRing& ring) {
+        K::consume(params, rank, cluster, clusters, ring, b_scales);
+      });
+}
+
+// Launches the tile on `stream`; `name` is the configuration's name for errors.
+template <int kBlockM, int kBlockN>
+void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_scale_stride_k,
+            cudaStream_t stream, const char* name) {
+  using K = Kernel<kBlockM, kBlockN>;
+  Params params{};
+  if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM / kClusterN) ||
+      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN) ||
+      !encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM)) {
+    check_tile(cudaErrorInvalidValue, "tensor maps of a, b and d", name);
+  }
+  params.a_scales = a_scales;
+  params.a_scale_stride_k = a_scale_stride_k;
+  params.b_scales = p.b_scales;
+  params.m = static_cast<int>(p.m);
+  params.n = static_cast<int>(p.n);
+  params.k_blocks = static_cast<int>((p.k + kBlockK - 1) / kBlockK);
+  params.n_scale_blocks = static_cast<int>((p.n + 127) / 128);
+  params.m_blocks = static_cast<int>((p.m + kBlockM - 1) / kBlockM);
+  const int n_blocks = static_cast<int>((p.n + kBlockN - 1) / kBlockN);
+  params.pairs = (n_blocks + kClusterN - 1) / kClusterN;
+  params.cluster_tiles = params.m_blocks * params.pairs;
+  if (params.cluster_tiles == 0) return;
+  if (params.k_blocks > kMaxKBlocks) {
+    check_tile(cudaErrorInvalidValue, "K <= 131072: weight scales are staged in shared memory",
+               name);
+  }
+
+  KernelLaunch config;
+  config.threads = kThreads;
+  config.shared_bytes = K::kSharedBytes;
+  config.cluster_along_y = true;
+  config.grid = dim3(1, kClusterN, 1);
+  // As many clusters as fit at once (a cluster's blocks share a GPC), then persistent.
+  static const int resident = resident_clusters(kernel<kBlockM, kBlockN>, config);
+  if (resident == 0) {
+    check_tile(cudaErrorInvalidConfiguration, "cluster occupancy", name);
+  }
+  config.grid.x = static_cast<unsigned>(std::min(params.cluster_tiles, resident));
+  check_tile(launch_kernel(kernel<kBlockM, kBlockN>, params, config, stream), "kernel launch",
+             name);
+}
+
+}  // namespace lowbit::cuda::tall
