@@ -46,7 +46,7 @@ struct BlockFp8GemmConfig {
   // Activation scales stored M-major (column-major layouts) instead of K-major (row-major).
   bool a_scales_m_major = false;
   // A scales get copied to an M-major workspace with 16-byte aligned columns first (TMA needs
-  // 16-byte strides; the multicast tile reads M-major scales only).
+  // 16-byte strides; lowbit's own tiles read M-major scales only).
   bool realign_a_scales = false;
 };
 

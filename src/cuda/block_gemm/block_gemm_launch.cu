@@ -1,7 +1,7 @@
 // Dispatch of the block-scaled FP8 GEMM to its kernels, plus the one helper kernel: a copy of
 // the activation scales into an M-major workspace layout with 16-byte aligned columns when the
-// caller's are not (TMA reads M-major scales and needs 16-byte global strides; the multicast tile
-// reads M-major scales only).
+// caller's are not (TMA reads M-major scales and needs 16-byte global strides; lowbit's own tiles
+// read M-major scales only).
 #include <cuda_runtime.h>
 
 #include "../common/check.cuh"
