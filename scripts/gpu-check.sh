@@ -6,8 +6,14 @@
 # The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
 #   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
 #                               [--tests=GTEST_FILTER] [--benches=all|quant,nvfp4,block-gemm,gemm]
-#                               [--skip-python]
+#                               [--skip-python] [--shard=I/N] [--extras]
 # --tests runs only the matching GPU tests (no forced-kernel reruns, no demo).
+# The whole check takes longer than one 10-minute device call (the GPU suite alone ~16 minutes
+# on an H200). In calls issued back to back (the machine stays warm, so the build is reused):
+#   --shard=0/4 ... --shard=3/4   the GPU suite in gtest shards (shard 0 also runs the CPU suite)
+#   --extras                      the forced-kernel reruns, lowbit ffn on every preset, the demo
+#   --only-bench, --only-python   the benchmarks, the Python suites
+# --shard and --extras run no benchmarks unless --benches is given, and no Python suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +24,15 @@ only_python=0
 tests_filter=""
 benches="all"
 skip_python=0
+shard=""
+extras=0
+benches_given=0
 for arg in "$@"; do
   case "$arg" in
+    --shard=*) shard="${arg#--shard=}" ;;
+    --extras) extras=1 ;;
     --tests=*) tests_filter="${arg#--tests=}" ;;
-    --benches=*) benches="${arg#--benches=}" ;;
+    --benches=*) benches="${arg#--benches=}"; benches_given=1 ;;
     --quick) quick="--quick" ;;
     --only-bench) only_bench=1 ;;
     --only-python) only_python=1 ;;
@@ -29,6 +40,14 @@ for arg in "$@"; do
     *) out="$arg" ;;
   esac
 done
+if [ -n "$shard" ] || [ "$extras" -eq 1 ]; then
+  [ "$benches_given" -eq 1 ] || benches=""
+  skip_python=1
+fi
+if [ -n "$shard" ] && ! [[ "$shard" =~ ^[0-9]+/[1-9][0-9]*$ && ${shard%/*} -lt ${shard#*/} ]]; then
+  echo "--shard=$shard: want I/N with 0 <= I < N" >&2
+  exit 2
+fi
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"  # the Python step changes directory
 status=0
@@ -76,13 +95,8 @@ if [ "$status" -ne 0 ]; then
   exit 1
 fi
 
-if [ "$only_bench" -eq 0 ] && [ -n "$tests_filter" ]; then
-  step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
-  step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_filter="$tests_filter" \
-    --gtest_output="json:$out/gpu_tests.json"
-elif [ "$only_bench" -eq 0 ]; then
-  step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
-  step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+# The forced-kernel reruns, the main job on every model preset and the demo.
+run_extras() {
   # The heuristics pick a kernel by size; run the quant cases on each kernel explicitly too.
   for kernel in direct pipelined; do
     LOWBIT_QUANT_KERNEL=$kernel step "gpu_tests_$kernel" "$build/tests/lowbit_gpu_tests" \
@@ -100,6 +114,24 @@ elif [ "$only_bench" -eq 0 ]; then
     step "ffn_$model" "$build/tools/lowbit" ffn --model "$model" --json "$out/ffn_$model.json"
   done
   step demo "$build/tools/lowbit" demo
+}
+
+if [ "$only_bench" -eq 0 ] && [ -n "$shard" ]; then
+  index=${shard%/*}
+  [ "$index" -ne 0 ] || step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
+  GTEST_SHARD_INDEX=$index GTEST_TOTAL_SHARDS=${shard#*/} step "gpu_tests_shard$index" \
+    "$build/tests/lowbit_gpu_tests" --gtest_output="json:$out/gpu_tests_shard$index.json"
+  [ "$extras" -eq 0 ] || run_extras
+elif [ "$only_bench" -eq 0 ] && [ "$extras" -eq 1 ]; then
+  run_extras
+elif [ "$only_bench" -eq 0 ] && [ -n "$tests_filter" ]; then
+  step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
+  step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_filter="$tests_filter" \
+    --gtest_output="json:$out/gpu_tests.json"
+elif [ "$only_bench" -eq 0 ]; then
+  step cpu_tests "$build/tests/lowbit_cpu_tests" --gtest_brief=1
+  step gpu_tests "$build/tests/lowbit_gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+  run_extras
 fi
 for family in ${benches//,/ }; do
   step "bench_$family" "$build/tools/lowbit" bench "$family" $quick --json "$out/bench_$family.json" \
@@ -108,8 +140,8 @@ done
 [ "$only_bench" -eq 1 ] || [ "$skip_python" -eq 1 ] || [ ! -d .whl ] || python_suites
 
 echo "=== summary"
-for log in cpu_tests gpu_tests gpu_tests_direct gpu_tests_pipelined gpu_tests_nvfp4_1_4b \
-  gpu_tests_nvfp4_1_8b py_tests; do
+for log in cpu_tests gpu_tests gpu_tests_shard{0..15} gpu_tests_direct gpu_tests_pipelined \
+  gpu_tests_nvfp4_1_4b gpu_tests_nvfp4_1_8b py_tests; do
   [ -f "$out/$log.log" ] && echo "$log: $(grep -h -E "^\[  (PASSED|FAILED) |passed|failed" "$out/$log.log" | tail -2 | tr '\n' ' ')"
 done
 cat "$out/device.txt"
