@@ -59,7 +59,7 @@ Bytes random_codes(std::int64_t rows, std::int64_t cols, std::uint64_t salt) {
         codes[r * cols + c] = testing::normal_fp8_code(h);
       }
     }
-  });
+  }, /*min_per_worker=*/1);
   return codes;
 }
 
@@ -90,7 +90,7 @@ Problem make_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64
         p.b_decoded[j * k + c] = fp8_e4m3_to_float(p.b[j * k + c]) * static_cast<double>(p.bs[(j / 128) * p.k_blocks + c / 128]);
       }
     }
-  });
+  }, /*min_per_worker=*/16);
   return p;
 }
 
@@ -210,7 +210,7 @@ Accuracy check(const Problem& p, const std::vector<float>& got, std::uint64_t sa
         if (!(e <= kRelativeTolerance * std::fabs(y) + kSumTolerance * magnitude)) ++fails[r];
       }
     }
-  });
+  }, /*min_per_worker=*/1);  // a row costs N x K multiply-adds: one row is worth a thread
   double e2 = 0.0, y2 = 0.0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     e2 += err2[r];
