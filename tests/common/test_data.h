@@ -80,7 +80,7 @@ inline std::vector<std::uint8_t> random_activations(DType dtype, std::int64_t ro
         }
       }
     }
-  });
+  }, /*min_per_worker=*/64);  // a row is thousands of draws: spread rows over every core
   return bytes;
 }
 

@@ -69,7 +69,7 @@ void run_quant_case(const Case& c) {
     args.power_of_two_scale = c.power_of_two;
     args.limit = c.limit;
     silu_and_mul_quant(args);
-  });
+  }, /*min_per_worker=*/16);
 
   const ScaleShape shape = scale_storage_shape(c.layout, c.tokens, c.hidden, c.group);
   DeviceBuffer d_input(input.size()), d_output(c.tokens * out_stride),
@@ -156,12 +156,18 @@ void run_silu_and_mul_case(std::int64_t tokens, std::int64_t hidden, DType in_dt
   const std::int64_t out_stride = hidden + pad;
   const auto input = testing::random_activations(in_dtype, tokens, in_stride, 2 * hidden, salt++);
   std::vector<std::uint16_t> ref(tokens * out_stride, 0x7FFF);
+  testing::parallel_for(tokens, [&](std::int64_t begin, std::int64_t end) {  // rows independent
+    SiluAndMulArgs slice;
+    slice.input = TensorView::strided(
+        const_cast<std::uint8_t*>(input.data()) + begin * in_stride * dtype_size(in_dtype),
+        in_dtype, {end - begin, 2 * hidden}, {in_stride, 1});
+    slice.output = TensorView::strided(ref.data() + begin * out_stride, out_dtype,
+                                       {end - begin, hidden}, {out_stride, 1});
+    slice.limit = limit;
+    silu_and_mul(slice);
+  }, /*min_per_worker=*/16);
   SiluAndMulArgs args;
-  args.input = TensorView::strided(const_cast<std::uint8_t*>(input.data()), in_dtype,
-                                   {tokens, 2 * hidden}, {in_stride, 1});
-  args.output = TensorView::strided(ref.data(), out_dtype, {tokens, hidden}, {out_stride, 1});
   args.limit = limit;
-  silu_and_mul(args);
 
   DeviceBuffer d_input(input.size()), d_output(tokens * out_stride * 2);
   d_input.upload(input);

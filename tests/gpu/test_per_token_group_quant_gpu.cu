@@ -72,7 +72,7 @@ void reference_quant(const Case& c, const std::vector<std::uint8_t>& input,
     args.scale_ub = c.scale_ub;
     args.power_of_two_scale = c.power_of_two;
     per_token_group_quant(args);
-  });
+  }, /*min_per_worker=*/16);
 }
 
 void run_case(const Case& c) {

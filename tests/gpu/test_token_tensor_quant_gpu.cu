@@ -92,7 +92,7 @@ void run_case(const Case& c) {
              const_cast<std::uint8_t*>(input.data()) + begin * in_stride * dtype_size(c.input_dtype),
              ref_out.data() + begin * out_stride, ref_scales.data() + begin, ref_zp.data() + begin,
              nullptr);
-    });
+    }, /*min_per_worker=*/16);
   }
 
   DeviceBuffer d_in(input.size()), d_out(c.rows * out_stride), d_scales(scale_count * 4),
