@@ -8,8 +8,9 @@
 #                               [--tests=GTEST_FILTER] [--benches=all|quant,nvfp4,block-gemm,gemm]
 #                               [--skip-python] [--shard=I/N] [--extras]
 # --tests runs only the matching GPU tests (no forced-kernel reruns, no demo).
-# The whole check takes longer than one 10-minute device call (the GPU suite alone ~16 minutes
-# on an H200). In calls issued back to back (the machine stays warm, so the build is reused):
+# The whole check takes longer than one 10-minute device call (the GPU suite took ~15 minutes
+# on an H200 on 2026-11-22). In calls issued back to back (the machine stays warm, so the build
+# is reused):
 #   --shard=0/4 ... --shard=3/4   the GPU suite in gtest shards (shard 0 also runs the CPU suite)
 #   --extras                      the forced-kernel reruns, lowbit ffn on every preset, the demo
 #   --only-bench, --only-python   the benchmarks, the Python suites
