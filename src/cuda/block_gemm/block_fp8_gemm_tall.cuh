@@ -254,7 +254,7 @@ struct Kernel {
                                 tile_store::pack_bf16x2(v[2], v[3]));
       }
     }
-    tile_store::fence_for_tma();
+    fence_shared_for_async_proxy();
     tile_store::named_barrier_sync(1, 256);
     if (me.thread == 0) {
 #pragma unroll

@@ -87,10 +87,8 @@ __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtens
   if (threadIdx.x < 128) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
     if (threadIdx.x == 0) {
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&a_map))
-                   : "memory");
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&b_map))
-                   : "memory");
+      prefetch_tensor_map(a_map);
+      prefetch_tensor_map(b_map);
       produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
     }
   } else {

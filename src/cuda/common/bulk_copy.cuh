@@ -2,6 +2,8 @@
 // complete on an mbarrier, and the mbarrier operations around them (PTX ISA 8.0, sm_90).
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 
 namespace lowbit::cuda {
@@ -13,6 +15,18 @@ __device__ __forceinline__ std::uint32_t shared_address(const void* pointer) {
 __device__ __forceinline__ void mbarrier_init(std::uint64_t* barrier, std::uint32_t arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(barrier)),
                "r"(arrivals));
+}
+
+// Makes this thread's shared-memory stores visible to async-proxy readers of shared memory
+// (wgmma operands, TMA stores).
+__device__ __forceinline__ void fence_shared_for_async_proxy() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Fetches a tensor map (a kernel parameter) into the TMA unit's cache ahead of its first use.
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&map))
+               : "memory");
 }
 
 // Makes initialized barriers visible to the async proxy (the copy engine).

@@ -301,8 +301,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   constexpr bool kEarlyTrigger = kTiles <= 2;
   if (kEarlyTrigger) allow_dependent_launch();
   if (thread == 0) {
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(&maps.weights))
-                 : "memory");
+    prefetch_tensor_map(maps.weights);
     // Thread 0's expected bytes, plus one arrival per scale copy.
     const int arrivals = Policy::kStepScales ? 1 + kScaleSlot : 1;
     for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], arrivals);

@@ -34,6 +34,7 @@
 #include <string>
 #include <type_traits>
 
+#include "bulk_copy.cuh"
 #include "kernel_launch.cuh"
 #include "lowbit/error.h"
 
@@ -109,10 +110,6 @@ __device__ __forceinline__ void fence_operand(T& value) {
   } else {
     asm volatile("" : "+f"(value)::"memory");
   }
-}
-// Makes this thread's shared-memory stores visible to the tensor core's (async proxy) reads.
-__device__ __forceinline__ void fence_shared_for_wgmma() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 // Descriptor of a K-major, unswizzled B tile: core matrices of 8 tokens x 16 bytes, the two
 // K halves 128 bytes apart (leading byte offset), token groups 256 bytes apart (stride).
@@ -347,7 +344,7 @@ __device__ __forceinline__ void run(const Operands& op, const Policy& policy,
   }
   typename Policy::StepScales next_scales = policy.load_scales(split, 0 < mine, thread);
   stage_activations<kTiles>(op, warpgroups, slots_per_warpgroup, splits, shared_address);
-  fence_shared_for_wgmma();
+  fence_shared_for_async_proxy();
   __syncthreads();
 
   Acc acc[kValues];

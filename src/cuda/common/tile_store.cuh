@@ -37,11 +37,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Makes this thread's shared-memory writes visible to TMA (the async proxy).
-__device__ __forceinline__ void fence_for_tma() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 // Box (col0, row0) of `map` from shared memory at `source`, in this thread's bulk group.
 __device__ __forceinline__ void store_box(const CUtensorMap& map, std::uint32_t source, int col0,
                                           int row0) {
