@@ -99,7 +99,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
           m <= 32   ? std::vector<const char*>{"gemv_split_k", "gemv_wgmma", "gemv_tma", "decode32", "decode64", "prefill128x128", "prefill64x128pp"}
           : m <= 64 ? std::vector<const char*>{"gemv_tma", "decode64", "prefill128x128", "prefill64x128pp"}
                     : std::vector<const char*>{"prefill128x128", "prefill64x128pp", "prefill128x192mc",
-                                               "prefill256x128mc"};
+                                               "prefill256x128mc", "prefill128x144mc"};
       std::int64_t ws_bytes = block_fp8_mm_workspace_bytes(m, n, k, layout, DType::kBF16);
       for (const char* name : configs) {
         setenv("LOWBIT_BLOCK_GEMM", name, 1);

@@ -266,7 +266,8 @@ TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
   // The heuristic picks by shape; here every configuration runs the same problems.
   std::uint64_t salt = 6000;
   for (const char* config : {"prefill128x128", "prefill64x128pp", "decode32", "decode64", "gemv_split_k", "gemv_wgmma",
-                             "gemv_tma", "prefill128x192mc", "prefill256x128mc"}) {
+                             "gemv_tma", "prefill128x192mc", "prefill256x128mc",
+                             "prefill128x144mc"}) {
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
     for (std::int64_t m : {1, 33, 129}) {
       for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor}) {

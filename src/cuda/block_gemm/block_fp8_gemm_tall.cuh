@@ -1,6 +1,7 @@
 // lowbit's own prefill tiles for block_fp8_mm (sm_90a, TMA + mbarriers + wgmma), as a template
-// over the tile: kBlockM tokens (128 or 256) x kBlockN weight rows (128 or 192). Instantiated by
-// block_fp8_gemm_256x128.cu (`prefill256x128mc`) and block_fp8_gemm_128x192.cu.
+// over the tile: kBlockM tokens (128 or 256) x kBlockN weight rows (128, 144 or 192).
+// Instantiated by block_fp8_gemm_256x128.cu (`prefill256x128mc`), block_fp8_gemm_128x192.cu and
+// block_fp8_gemm_128x144.cu.
 //
 // Structure (DeepGEMM's sm90 1D2D kernel, measured side by side: docs/perf/block_gemm.md):
 // - 2-block clusters take one activation block and two adjacent weight blocks; each block loads
@@ -10,8 +11,9 @@
 //   warpgroup issues four m64nNk32 wgmma, waits for them, and promotes the sum into its totals
 //   with As[m, kb] * Bs[n / 128, kb]; the other warpgroup's wgmma keep the tensor core busy.
 // - The tile's weight scales (one or two 128-row scale blocks) are staged in shared memory.
-// - The bf16 tile is written with stmatrix into a swizzled staging buffer and leaves in TMA
-//   stores (64-column boxes) that clip at M and N and run while the next tile starts.
+// - The bf16 tile is written with stmatrix into a staging buffer and leaves in TMA stores that
+//   clip at M and N and run while the next tile starts: swizzled 64-column boxes, or plain
+//   48-column boxes when the width is not a multiple of 64 (144).
 // - Cluster tiles run in groups of 8 weight-block pairs, pair-fastest, for L2 reuse.
 // Requirements (checked by the op): bf16 output, A and B rows 16-byte aligned, activation
 // scales M-major with 16-byte aligned columns (the caller realigns others).
@@ -46,7 +48,7 @@ using own_prefill::kThreads;
 struct Params {
   CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x (kBlockM / 2) rows
   CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x kBlockN rows
-  CUtensorMap d_map;  // output [M, N] bf16, boxes of 64 columns x kBlockM rows
+  CUtensorMap d_map;  // output [M, N] bf16, boxes of kOutBoxColumns x kBlockM rows
   const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
   std::int64_t a_scale_stride_k;
   const float* b_scales;  // [n_scale_blocks, k_blocks]
@@ -79,6 +81,21 @@ __device__ __forceinline__ void wgmma_k32<128>(float (&d)[64], std::uint64_t a, 
       : "l"(a), "l"(b), "r"(int{accumulate}));
 }
 template <>
+__device__ __forceinline__ void wgmma_k32<144>(float (&d)[72], std::uint64_t a, std::uint64_t b,
+                                               bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k32.f32.e4m3.e4m3 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,"
+      "%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,"
+      "%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,"
+      "%62,%63,%64,%65,%66,%67,%68,%69,%70,%71}, %72, %73, p, 1, 1;\n}\n"
+      : LOWBIT_D8(0), LOWBIT_D8(8), LOWBIT_D8(16), LOWBIT_D8(24), LOWBIT_D8(32),
+        LOWBIT_D8(40), LOWBIT_D8(48), LOWBIT_D8(56), LOWBIT_D8(64)
+      : "l"(a), "l"(b), "r"(int{accumulate}));
+}
+template <>
 __device__ __forceinline__ void wgmma_k32<192>(float (&d)[96], std::uint64_t a, std::uint64_t b,
                                                bool accumulate) {
   asm volatile(
@@ -108,7 +125,7 @@ __device__ __forceinline__ std::uint64_t descriptor_from_low(std::uint32_t low) 
 
 // The tile's weight scales are staged in shared memory: K up to 128 x kMaxKBlocks.
 constexpr int kMaxKBlocks = 1024;
-constexpr int kBlockK = 128, kClusterN = 2, kGroupPairs = 8, kOutBoxColumns = 64;
+constexpr int kBlockK = 128, kClusterN = 2, kGroupPairs = 8;
 
 // Reports a failed CUDA call of configuration `name`.
 inline void check_tile(cudaError_t status, const char* what, const char* name) {
@@ -120,7 +137,7 @@ inline void check_tile(cudaError_t status, const char* what, const char* name) {
 template <int kBlockM, int kBlockN>
 struct Kernel {
   static_assert(kBlockM == 128 || kBlockM == 256, "two warpgroups of 64-token locals");
-  static_assert(kBlockN == 128 || kBlockN == 192, "wgmma n128 or n192");
+  static_assert(kBlockN == 128 || kBlockN == 144 || kBlockN == 192, "wgmma n128, n144 or n192");
   static constexpr int kLocals = kBlockM / 128;  // 64-token row groups per warpgroup
   static constexpr int kValues = kBlockN / 2;    // a 64 x kBlockN fp32 tile over 128 threads
   // Weight scale blocks a tile's columns touch: one (128 wide) or two (192 wide).
@@ -128,13 +145,22 @@ struct Kernel {
   static constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
   static constexpr int kAHalfBytes = kABytes / kClusterN;  // each block's share of A
   static constexpr int kStageBytes = kABytes + kBBytes + kBlockM * 4;
-  static constexpr int kOutBoxBytes = kBlockM * 128;
+  // Output boxes: 64 columns (128-byte rows, swizzled) when they tile the width, else 48
+  // (96-byte rows, unswizzled: the 128-byte swizzle needs whole 128-byte rows).
+  static constexpr bool kOutSwizzled = kBlockN % 64 == 0;
+  static constexpr int kOutBoxColumns = kOutSwizzled ? 64 : 48;
+  static constexpr int kOutBoxGroups = kOutBoxColumns / 8;  // 16-byte column groups per row
+  static constexpr int kOutBoxBytes = kBlockM * kOutBoxColumns * 2;
   static constexpr int kOutBytes = kBlockN / kOutBoxColumns * kOutBoxBytes;
+  // A tile starts a multiple of gcd(kBlockN, 128) columns into its first weight scale block, so
+  // that block covers 16, 16 - kFormerStep, ... of its 8-column groups (kFormer below).
+  static constexpr int kFormerStep = (kBlockN % 128 == 0 ? 128 : kBlockN % 64 == 0 ? 64 : 16) / 8;
   static constexpr int kStages =
       (227 * 1024 - 1024 - 256 - kOutBytes - 4 * kScaleRows * kMaxKBlocks) / kStageBytes;
   static constexpr int kSharedBytes =
       own_prefill::shared_bytes<kStages, kABytes, kBBytes, kBlockM, kOutBytes>();
   static_assert(kAHalfBytes % 1024 == 0, "an A half must keep the 8-row swizzle pattern");
+  static_assert(kBlockN % kOutBoxColumns == 0 && kOutBoxBytes % 1024 == 0, "whole output boxes");
   static_assert(kStages >= 3, "at least three stages");
 
   // Cluster tiles in groups of kGroupPairs weight-block pairs, pair-fastest within a group, so
@@ -231,6 +257,23 @@ struct Kernel {
     }
   }
 
+  // accumulate_tile<former>, `former` one of 16, 16 - kFormerStep, ... (a loop compiled for each,
+  // since the scale a sum register takes must be known at compile time).
+  template <int kFormer>
+  static __device__ __forceinline__ void accumulate_tile_split(
+      int former, const Params& p, const ConsumerRing& ring, const ConsumerThread& me,
+      std::uint32_t a_low, std::uint32_t b_low, int& s, std::uint32_t& phase,
+      const float* b_scales, float (&sum)[kValues], float (&total)[kLocals][kValues]) {
+    if constexpr (kFormer > kFormerStep) {
+      if (former != kFormer) {
+        accumulate_tile_split<kFormer - kFormerStep>(former, p, ring, me, a_low, b_low, s, phase,
+                                                     b_scales, sum, total);
+        return;
+      }
+    }
+    accumulate_tile<kFormer>(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
+  }
+
   // Writes the tile's totals as bf16 through the staging buffer: each warp's 16 rows of a
   // local go in with stmatrix, then one thread stores the 64-column boxes with TMA. Before the
   // buffer is refilled, that thread waits for the previous tile's stores to have read it.
@@ -247,9 +290,12 @@ struct Kernel {
       const int row = 128 * local + warp_row;
 #pragma unroll
       for (int i = 0; i < kValues / 4; ++i) {  // columns [8 i, 8 i + 8)
-        const std::uint32_t box = ring.out_tile + (i / 8) * kOutBoxBytes;
+        const std::uint32_t box = ring.out_tile + (i / kOutBoxGroups) * kOutBoxBytes;
+        const int group = i % kOutBoxGroups;
+        const std::uint32_t offset = kOutSwizzled ? tile_store::swizzled_offset(row, group)
+                                                  : row * (2 * kOutBoxColumns) + 16 * group;
         const float* v = &total[local][4 * i];
-        tile_store::stmatrix_x2(box + tile_store::swizzled_offset(row, i % 8),
+        tile_store::stmatrix_x2(box + offset,
                                 tile_store::pack_bf16x2(v[0], v[1]),
                                 tile_store::pack_bf16x2(v[2], v[3]));
       }
@@ -298,12 +344,9 @@ struct Kernel {
       }
       tile_store::named_barrier_sync(2, 256);
       // Column groups of 8 in the first scale block: all of a 128-wide tile; 16 or 8 of a
-      // 192-wide one, which starts 0 or 64 columns into its block.
-      if (kBlockN == 128 || tile.n0 % 128 == 0) {
-        accumulate_tile<16>(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
-      } else {
-        accumulate_tile<8>(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
-      }
+      // 192-wide one, which starts 0 or 64 columns into its block; 16, 14, ..., 2 of a 144-wide.
+      accumulate_tile_split<16>((128 - tile.n0 % 128) / 8, p, ring, me, a_low, b_low, s, phase,
+                                b_scales, sum, total);
       store_tile(p, tile, ring, me, total);
     }
     // The last stores must be done before the block's shared memory goes away.
@@ -334,7 +377,8 @@ void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_
   Params params{};
   if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM / kClusterN) ||
       !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN) ||
-      !encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM)) {
+      !encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM,
+                              K::kOutBoxColumns, K::kOutSwizzled)) {
     check_tile(cudaErrorInvalidValue, "tensor maps of a, b and d", name);
   }
   params.a_scales = a_scales;

@@ -22,17 +22,21 @@ enum class BlockGemmTile : std::uint8_t {
   // lowbit's own TMA/wgmma kernel: 256 x 128 tiles, activation tile multicast over a 2-block
   // cluster, bf16 output (block_fp8_gemm_256x128.cu)
   kPrefill256x128Multicast,
+  // lowbit's own TMA/wgmma kernel: 128 x 144 tiles, as the 128 x 192 one
+  // (block_fp8_gemm_128x144.cu); chosen for narrow weights when it needs fewer waves
+  kPrefill128x144Multicast,
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
     BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma,
     BlockGemmTile::kGemvTma, BlockGemmTile::kPrefill128x192Multicast,
-    BlockGemmTile::kPrefill256x128Multicast};
+    BlockGemmTile::kPrefill256x128Multicast, BlockGemmTile::kPrefill128x144Multicast};
 
 // lowbit's own prefill kernels (bf16 output; M-major A scales with 16-byte aligned columns).
 inline constexpr bool is_own_prefill(BlockGemmTile tile) {
   return tile == BlockGemmTile::kPrefill128x192Multicast ||
-         tile == BlockGemmTile::kPrefill256x128Multicast;
+         tile == BlockGemmTile::kPrefill256x128Multicast ||
+         tile == BlockGemmTile::kPrefill128x144Multicast;
 }
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).

@@ -3,7 +3,8 @@
 // padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM;
 // a persistent pingpong 64 x 128 tile serves short K and M up to 128; above that, the 128 x 128
 // cooperative tile, or lowbit's own tiles once they fill most of a wave of clusters: 256 x 128
-// for wide weights, 128 x 192 for the others (docs/block_gemm.md, docs/perf/block_gemm.md).
+// for wide weights, 128 x 192 or 128 x 144 for the others (docs/block_gemm.md,
+// docs/perf/block_gemm.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kGemvTma: return "gemv_tma";
     case BlockGemmTile::kPrefill128x192Multicast: return "prefill128x192mc";
     case BlockGemmTile::kPrefill256x128Multicast: return "prefill256x128mc";
+    case BlockGemmTile::kPrefill128x144Multicast: return "prefill128x144mc";
   }
   return "?";
 }
@@ -49,9 +51,20 @@ bool parse_override(BlockGemmTile& tile) {
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
                "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma, gemv_tma, "
-               "prefill128x192mc or prefill256x128mc)\n",
+               "prefill128x192mc, prefill256x128mc or prefill128x144mc)\n",
                text);
   return false;
+}
+
+// Cluster tiles of lowbit's own 128 x `width` tile: 128-token blocks x pairs of weight blocks.
+std::int64_t tall_cluster_tiles(std::int64_t m, std::int64_t n, std::int64_t width) {
+  return (m + 127) / 128 * (((n + width - 1) / width + 1) / 2);
+}
+
+// Waves of the 128 x `width` tile over the 66 clusters a 132-SM Hopper holds at once.
+std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
+  constexpr std::int64_t kResidentClusters = 66;
+  return (tall_cluster_tiles(m, n, width) + kResidentClusters - 1) / kResidentClusters;
 }
 
 }  // namespace
@@ -108,12 +121,21 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     const bool narrow = n <= 1024;
     const std::int64_t cluster_tiles = (m + 255) / 256 * ((n + 255) / 256);
     const bool wide = n >= 4096 && m >= 512 && cluster_tiles >= 48;
-    const std::int64_t tall_cluster_tiles = (m + 127) / 128 * (((n + 191) / 192 + 1) / 2);
-    const bool tall = n < 4096 && k >= 2048 && tall_cluster_tiles >= 48;
+    const bool tall = n < 4096 && k >= 2048 && tall_cluster_tiles(m, n, 192) >= 48;
     if (wide) {
       config.tile = BlockGemmTile::kPrefill256x128Multicast;
     } else if (tall) {
-      config.tile = BlockGemmTile::kPrefill128x192Multicast;
+      // The 128 x 144 tile where its weight blocks pair up exactly while 192-row blocks leave a
+      // dead one (a pair's second block wholly past N), in no more waves of clusters.
+      // Measured on an H200 (docs/perf/block_gemm.md, twelfth session): kv_a (N = 576: four
+      // 144-row blocks against three 192-row ones) M = 4096 33.2-34.0 against 38.5-40.9 us,
+      // M = 8192 61.6-63.5 against 74.6-76.8. Where both leave a dead block the 192-row tile
+      // won at every M (q_a+kv_a: 35.4-36.5 against 34.7-36.0 us at M = 1024, 127.5-131.2
+      // against 104.9-108.6 at 4096).
+      const bool pairs_144 = (n + 143) / 144 % 2 == 0, pairs_192 = (n + 191) / 192 % 2 == 0;
+      config.tile = pairs_144 && !pairs_192 && tall_waves(m, n, 144) <= tall_waves(m, n, 192)
+                        ? BlockGemmTile::kPrefill128x144Multicast
+                        : BlockGemmTile::kPrefill128x192Multicast;
     } else if (m <= 128 && k <= 2048) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else if (m <= 32) {

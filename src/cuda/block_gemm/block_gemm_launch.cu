@@ -56,6 +56,7 @@ const block_gemm::GemmEntry& entry_for_major(BlockGemmTile tile, DType out) {
     case BlockGemmTile::kGemvWgmma:
     case BlockGemmTile::kGemvTma:
     case BlockGemmTile::kPrefill128x192Multicast:
+    case BlockGemmTile::kPrefill128x144Multicast:
     case BlockGemmTile::kPrefill256x128Multicast: break;  // not CUTLASS kernels
   }
   return entry<BlockGemmTile::kPrefill128x128, DType::kBF16, kMMajor>();
@@ -106,6 +107,9 @@ void launch_block_fp8_gemm(const BlockFp8GemmProblem& problem, const BlockFp8Gem
   if (is_own_prefill(problem, config)) {
     if (config.tile == BlockGemmTile::kPrefill256x128Multicast) {
       return launch_block_fp8_gemm_256x128(problem, a_scales, stride_k, stream);
+    }
+    if (config.tile == BlockGemmTile::kPrefill128x144Multicast) {
+      return launch_block_fp8_gemm_128x144(problem, a_scales, stride_k, stream);
     }
     return launch_block_fp8_gemm_128x192(problem, a_scales, stride_k, stream);
   }

@@ -30,23 +30,33 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return encode;
 }
 
-// A row-major matrix [rows, cols] of `type` with stride `row_stride_bytes`, in boxes of 128
-// bytes x `box_rows` rows with the 128-byte swizzle; false when the driver refuses (the caller
-// reports it): the base address and row stride must be multiples of 16 bytes.
-inline bool encode_swizzled_matrix_map(CUtensorMap* map, CUtensorMapDataType type,
-                                       int element_bytes, const void* base, std::int64_t rows,
-                                       std::int64_t cols, std::int64_t row_stride_bytes,
-                                       std::uint32_t box_rows) {
+// A row-major matrix [rows, cols] of `type` with stride `row_stride_bytes`, in boxes of
+// `box_cols` x `box_rows` elements with `swizzle`; false when the driver refuses (the caller
+// reports it): the base address and row stride must be multiples of 16 bytes, and so must a
+// box row, which the 128-byte swizzle needs to be 128 bytes.
+inline bool encode_matrix_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
+                              std::int64_t rows, std::int64_t cols, std::int64_t row_stride_bytes,
+                              std::uint32_t box_cols, std::uint32_t box_rows,
+                              CUtensorMapSwizzle swizzle) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(row_stride_bytes)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(128 / element_bytes), box_rows};
+  const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The same in boxes of 128 bytes x `box_rows` rows with the 128-byte swizzle.
+inline bool encode_swizzled_matrix_map(CUtensorMap* map, CUtensorMapDataType type,
+                                       int element_bytes, const void* base, std::int64_t rows,
+                                       std::int64_t cols, std::int64_t row_stride_bytes,
+                                       std::uint32_t box_rows) {
+  return encode_matrix_map(map, type, base, rows, cols, row_stride_bytes,
+                           static_cast<std::uint32_t>(128 / element_bytes), box_rows,
+                           CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // Matrix [rows, cols] of bytes (fp8 operands), boxes of 128 x `box_rows`.
@@ -57,13 +67,18 @@ inline bool encode_byte_matrix_map(CUtensorMap* map, const void* base, std::int6
                                     row_stride_bytes, box_rows);
 }
 
-// Matrix [rows, cols] of bf16 (an output written by TMA stores), boxes of 64 x `box_rows`.
-// Stores clip at the matrix's edges.
+// Matrix [rows, cols] of bf16 (an output written by TMA stores), boxes of 64 x `box_rows` with
+// the 128-byte swizzle, or `box_cols` x `box_rows` unswizzled. Stores clip at the matrix's edges.
 inline bool encode_bf16_matrix_map(CUtensorMap* map, const void* base, std::int64_t rows,
                                    std::int64_t cols, std::int64_t row_stride_bytes,
-                                   std::uint32_t box_rows) {
-  return encode_swizzled_matrix_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, rows, cols,
-                                    row_stride_bytes, box_rows);
+                                   std::uint32_t box_rows, std::uint32_t box_cols = 64,
+                                   bool swizzled = true) {
+  if (swizzled) {
+    return encode_swizzled_matrix_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, rows, cols,
+                                      row_stride_bytes, box_rows);
+  }
+  return encode_matrix_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, rows, cols,
+                           row_stride_bytes, box_cols, box_rows, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 }  // namespace lowbit::cuda
