@@ -110,9 +110,11 @@ run_extras() {
   done
   # The block-scaled GEMM heuristic gives each of lowbit's own prefill tiles a few shapes; run
   # the model shapes at every token count on each.
+  local block_gemm_cases='BlockFp8MmGpu.DeepSeekShapes*:BlockFp8MmGpu.Fp32Output*'
+  block_gemm_cases+=':BlockFp8MmGpu.CudaGraph*'
   for config in prefill128x192mc prefill128x144mc prefill256x128mc; do
     LOWBIT_BLOCK_GEMM=$config step "gpu_tests_$config" "$build/tests/lowbit_gpu_tests" \
-      --gtest_filter='BlockFp8MmGpu.DeepSeekShapes*:BlockFp8MmGpu.Fp32Output*:BlockFp8MmGpu.CudaGraph*'
+      --gtest_filter="$block_gemm_cases"
   done
   # The main job on every model preset (DeepSeek-V3 also at decode size), then the demo.
   step ffn_deepseek-v3 "$build/tools/lowbit" ffn --json "$out/ffn_deepseek-v3.json"
@@ -148,7 +150,8 @@ done
 
 echo "=== summary"
 for log in cpu_tests gpu_tests gpu_tests_shard{0..15} gpu_tests_direct gpu_tests_pipelined \
-  gpu_tests_nvfp4_1_4b gpu_tests_nvfp4_1_8b gpu_tests_prefill{128x192,128x144,256x128}mc py_tests; do
+  gpu_tests_nvfp4_1_4b gpu_tests_nvfp4_1_8b gpu_tests_prefill{128x192,128x144,256x128}mc \
+  py_tests; do
   [ -f "$out/$log.log" ] && echo "$log: $(grep -h -E "^\[  (PASSED|FAILED) |passed|failed" "$out/$log.log" | tail -2 | tr '\n' ' ')"
 done
 cat "$out/device.txt"

@@ -140,7 +140,7 @@ struct Kernel {
   static_assert(kBlockN == 128 || kBlockN == 144 || kBlockN == 192, "wgmma n128, n144 or n192");
   static constexpr int kLocals = kBlockM / 128;  // 64-token row groups per warpgroup
   static constexpr int kValues = kBlockN / 2;    // a 64 x kBlockN fp32 tile over 128 threads
-  // Weight scale blocks a tile's columns touch: one (128 wide) or two (192 wide).
+  // Weight scale blocks a tile's columns touch: one (128 wide) or two (144 or 192 wide).
   static constexpr int kScaleRows = kBlockN > 128 ? 2 : 1;
   static constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
   static constexpr int kAHalfBytes = kABytes / kClusterN;  // each block's share of A

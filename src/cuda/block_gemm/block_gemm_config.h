@@ -23,7 +23,7 @@ enum class BlockGemmTile : std::uint8_t {
   // cluster, bf16 output (block_fp8_gemm_256x128.cu)
   kPrefill256x128Multicast,
   // lowbit's own TMA/wgmma kernel: 128 x 144 tiles, as the 128 x 192 one
-  // (block_fp8_gemm_128x144.cu); chosen for narrow weights when it needs fewer waves
+  // (block_fp8_gemm_128x144.cu); chosen where its weight blocks pair up and 192-row ones do not
   kPrefill128x144Multicast,
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {

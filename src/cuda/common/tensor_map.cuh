@@ -67,18 +67,16 @@ inline bool encode_byte_matrix_map(CUtensorMap* map, const void* base, std::int6
                                     row_stride_bytes, box_rows);
 }
 
-// Matrix [rows, cols] of bf16 (an output written by TMA stores), boxes of 64 x `box_rows` with
-// the 128-byte swizzle, or `box_cols` x `box_rows` unswizzled. Stores clip at the matrix's edges.
+// Matrix [rows, cols] of bf16 (an output written by TMA stores), boxes of `box_cols` x
+// `box_rows`, with the 128-byte swizzle (64-column boxes) or unswizzled. Stores clip at the
+// matrix's edges.
 inline bool encode_bf16_matrix_map(CUtensorMap* map, const void* base, std::int64_t rows,
                                    std::int64_t cols, std::int64_t row_stride_bytes,
                                    std::uint32_t box_rows, std::uint32_t box_cols = 64,
                                    bool swizzled = true) {
-  if (swizzled) {
-    return encode_swizzled_matrix_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, rows, cols,
-                                      row_stride_bytes, box_rows);
-  }
   return encode_matrix_map(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, rows, cols,
-                           row_stride_bytes, box_cols, box_rows, CU_TENSOR_MAP_SWIZZLE_NONE);
+                           row_stride_bytes, box_cols, box_rows,
+                           swizzled ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 }  // namespace lowbit::cuda
