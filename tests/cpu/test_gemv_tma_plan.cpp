@@ -98,5 +98,50 @@ TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
 }
 
+// Block scaling stages a block's step scales before its loop: all of its own steps, within the
+// byte budget, never costing the grid its residency; the environment switch turns it off.
+TEST(GemvTmaPlan, StagedStepScalesFitAndKeepBlocksResident) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  unsetenv("LOWBIT_GEMV_TMA_STAGED_SCALES");
+  for (int sm_count : {132, 78}) {
+    for (const Shape& s : kShapes) {
+      for (int tiles : {1, 2, 4, 8}) {
+        const Plan plain = choose_plan(s.n, s.k, tiles, sm_count);
+        const Plan plan = stage_step_scales(plain, s.n, s.k, tiles, sm_count);
+        SCOPED_TRACE(::testing::Message() << "N=" << s.n << " K=" << s.k << " tiles=" << tiles
+                                          << " SMs=" << sm_count);
+        EXPECT_EQ(plan.cluster, plain.cluster);
+        EXPECT_EQ(plan.stages, plain.stages);
+        const std::int64_t steps = (s.k + kStepK - 1) / kStepK;
+        const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
+        const std::int64_t blocks = (s.n + kRows - 1) / kRows * plan.cluster;
+        if (plan.scale_steps == 0) continue;
+        EXPECT_EQ(plan.scale_steps, mine) << "every step of the block";
+        EXPECT_LE(static_cast<std::size_t>(mine) * 4 * (8 * tiles + 1), kMaxStagedScaleBytes);
+        EXPECT_LE(shared_bytes(plan.stages, tiles, plan.scale_steps), std::size_t{227} * 1024);
+        if (blocks <= std::int64_t{blocks_per_sm(plan.stages, tiles)} * sm_count) {
+          EXPECT_LE(blocks, std::int64_t{blocks_per_sm(plan.stages, tiles, plan.scale_steps)} *
+                                sm_count)
+              << "staging cost the grid its residency";
+        }
+      }
+    }
+  }
+  // DeepSeek-V3 o_proj (K = 16384 in two blocks' halves): 64 steps at every token tile.
+  EXPECT_EQ(stage_step_scales(choose_plan(7168, 16384, 1, 132), 7168, 16384, 1, 132).scale_steps,
+            64);
+  EXPECT_EQ(stage_step_scales(choose_plan(7168, 16384, 8, 132), 7168, 16384, 8, 132).scale_steps,
+            64);
+  // 1024 steps of 65 scales on one block: over the budget, so copied per stage.
+  setenv("LOWBIT_GEMV_TMA_PLAN", "1x4", 1);
+  EXPECT_EQ(stage_step_scales(choose_plan(64, 131072, 8, 132), 64, 131072, 8, 132).scale_steps,
+            0);
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  setenv("LOWBIT_GEMV_TMA_STAGED_SCALES", "0", 1);
+  EXPECT_EQ(stage_step_scales(choose_plan(7168, 16384, 1, 132), 7168, 16384, 1, 132).scale_steps,
+            0);
+  unsetenv("LOWBIT_GEMV_TMA_STAGED_SCALES");
+}
+
 }  // namespace
 }  // namespace lowbit::cuda::gemv_tma

@@ -285,14 +285,22 @@ TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
   // The decode GEMVs (M <= 32; the TMA-fed one to 64): each token-tile width (8 / 16 / 32 / 64)
   // and its partial tiles, N off the 32- and 64-row blocks, K off the 128-deep step, every scale
   // layout, both output dtypes; the wgmma GEMV's K split runs from 1 warpgroup per block
-  // (N = 24576) to 4 x 8 cluster blocks (N = 136, 200), the TMA-fed one's from 1 to 8 blocks.
+  // (N = 24576) to 4 x 8 cluster blocks (N = 136, 200), the TMA-fed one's from 1 to 8 blocks,
+  // with its step scales staged before the loop (the default) and copied with each stage.
   struct Shape {
     std::int64_t n, k;
   };
   const Shape shapes[] = {{576, 7168}, {200, 336}, {136, 4112}, {24576, 1536}};
+  struct Run {
+    const char* config;
+    const char* staged_scales;  // LOWBIT_GEMV_TMA_STAGED_SCALES
+  };
   std::uint64_t salt = 6500;
-  for (const char* config : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
+  for (const Run& run : {Run{"gemv_split_k", "1"}, Run{"gemv_wgmma", "1"}, Run{"gemv_tma", "1"},
+                         Run{"gemv_tma", "0"}}) {
+    const char* config = run.config;
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
+    setenv("LOWBIT_GEMV_TMA_STAGED_SCALES", run.staged_scales, 1);
     for (const Shape& s : shapes) {
       std::vector<std::int64_t> token_counts = {1, 2, 8, 9, 16, 17, 32};
       if (std::string(config) == "gemv_tma") token_counts.insert(token_counts.end(), {33, 64});
@@ -304,13 +312,15 @@ TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
             const Accuracy acc = check(p, run_gpu(p, layout, out), salt);
             EXPECT_EQ(acc.nans, 0) << config << " " << m << "x" << s.n << "x" << s.k;
             EXPECT_EQ(acc.failures, 0) << config << " " << m << "x" << s.n << "x" << s.k << " "
-                                       << scale_layout_name(layout) << " " << dtype_name(out);
+                                       << scale_layout_name(layout) << " " << dtype_name(out)
+                                       << " staged scales " << run.staged_scales;
           }
         }
       }
     }
   }
   unsetenv("LOWBIT_BLOCK_GEMM");
+  unsetenv("LOWBIT_GEMV_TMA_STAGED_SCALES");
 }
 
 TEST(BlockFp8MmGpu, DeterministicAndMatchesCpuReferenceOnSmallShape) {

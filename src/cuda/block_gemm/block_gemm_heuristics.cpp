@@ -85,13 +85,13 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (forced && gemv_tile) {
     // kept: the GEMVs serve both output dtypes
-  } else if (!forced && (m <= 8 || (m <= 64 && n * k <= (std::int64_t{64} << 20)))) {
+  } else if (!forced && (m <= 32 || (m <= 64 && n * k <= (std::int64_t{64} << 20)))) {
     // The TMA-fed wgmma GEMV streams the weight once with no token padding and no workspace,
     // in either output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md)
     // it is the fastest configuration at M <= 64 on the six DeepSeek-V3 shapes up to 38 MB
-    // (1.1-1.9x), and on the 117 MB o_proj at M <= 8 (one token tile: 38.6-39.0 against
-    // 39.7-40.9 us for decode32 in four runs); at M = 16-64 there the swapped stream-K tile is
-    // as fast or faster.
+    // (1.1-1.9x), and on the 117 MB o_proj at M <= 32 since its step scales are staged before
+    // its loop (M = 16: 36.3-36.5 against 39.3-40.0 us for decode32); at M = 64 there the
+    // swapped stream-K tile is as fast.
     config.tile = BlockGemmTile::kGemvTma;
   } else if (fp32_output) {
     // fp32 output is built for the prefill tile only (it is for checks, not for speed).

@@ -273,22 +273,32 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   const std::uint32_t ring = (raw + 1023) & ~1023u;
   unsigned char* ring_pointer = shared + (ring - raw);
   auto* full = reinterpret_cast<std::uint64_t*>(ring_pointer + stages * kStageBytes);
-  // Step scales travel with the operands: a stage's slot holds the step's token scales and then
-  // its weight scale, copied asynchronously and completing on the stage's barrier. Loaded into
-  // registers one step ahead they cost a memory latency per step (measured on o_proj, M = 16).
+  // Step scales: a slot holds a step's token scales and then its weight scale. Staged (the
+  // plan's scale_steps), slot i holds the block's step i, all copied before the loop; otherwise
+  // slot i % stages travels with the stage's operands, copied asynchronously and completing on
+  // the stage's barrier. (Loaded into registers one step ahead they cost a memory latency per
+  // step, measured on o_proj at M = 16; copied per stage they cost it 10-17%.)
   constexpr int kTokens = 8 * kTiles;
   constexpr int kScaleSlot = kTokens + 1;
-  float* step_scales = reinterpret_cast<float*>(full + kMaxStages);
+  std::uint64_t* scales_staged = full + kMaxStages;  // all threads' staged copies landed
+  float* step_scales = reinterpret_cast<float*>(full + kMaxStages + 1);
+  const bool staged = Policy::kStepScales && plan.scale_steps > 0;
+  // Copies scale `slot_thread` of step `i` into `slot` (zeros for tokens >= M).
+  auto copy_scale = [&](float* slot, int i, int slot_thread) {
+    if constexpr (Policy::kStepScales) {
+      const int step = first + i;
+      const bool token_scale = slot_thread < kTokens;
+      const bool valid = !token_scale || slot_thread < m;
+      const float* source = token_scale ? policy.token_scale(step, valid ? slot_thread : 0)
+                                        : policy.step_scale(step);
+      gemv_wgmma::copy_word_async(shared_address(slot + slot_thread), source, valid ? 4 : 0);
+    }
+  };
   auto fetch_scales = [&](int i) {  // step i's scales into slot i % stages (threads < kScaleSlot)
     if constexpr (Policy::kStepScales) {
-      if (thread < kScaleSlot) {
-        const int s = i % stages, step = first + i;
-        const bool token_scale = thread < kTokens;
-        const bool valid = !token_scale || thread < m;  // zeros for tokens >= M
-        const float* source = token_scale ? policy.token_scale(step, valid ? thread : 0)
-                                          : policy.step_scale(step);
-        gemv_wgmma::copy_word_async(shared_address(step_scales + s * kScaleSlot + thread), source,
-                                    valid ? 4 : 0);
+      if (!staged && thread < kScaleSlot) {
+        const int s = i % stages;
+        copy_scale(step_scales + s * kScaleSlot, i, thread);
         mbarrier_arrive_on_async_copies(&full[s]);
       }
     }
@@ -303,8 +313,9 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   if (thread == 0) {
     prefetch_tensor_map(maps.weights);
     // Thread 0's expected bytes, plus one arrival per scale copy.
-    const int arrivals = Policy::kStepScales ? 1 + kScaleSlot : 1;
+    const int arrivals = Policy::kStepScales && !staged ? 1 + kScaleSlot : 1;
     for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], arrivals);
+    if (staged) mbarrier_init(scales_staged, 128);
     fence_barrier_init();
   }
   __syncthreads();
@@ -330,6 +341,14 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   for (int i = 0; i < prologue; ++i) {
     if (thread == 0) request_tokens(i);
     fetch_scales(i);
+  }
+  if constexpr (Policy::kStepScales) {
+    if (staged) {  // every step's scales at once; the first promotion waits for them
+      for (int e = thread; e < mine * kScaleSlot; e += 128) {
+        copy_scale(step_scales + (e / kScaleSlot) * kScaleSlot, e / kScaleSlot, e % kScaleSlot);
+      }
+      mbarrier_arrive_on_async_copies(scales_staged);
+    }
   }
 
   // Step i's wgmma runs while step i - 1 is promoted and its stage refilled: fp8 sums
@@ -358,10 +377,11 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   auto retire = [&](int i, Acc(&sum)[kValues]) {  // step i's wgmma done: promote, refill
     const int s = i % stages;
     if constexpr (Policy::kPromote) {  // (int8's sum is in flight again: not touched)
+      if (staged && i == 0) mbarrier_wait(scales_staged, 0);
 #pragma unroll
       for (int v = 0; v < kValues; ++v) {
         gemv_wgmma::fence_operand(sum[v]);
-        const float* slot = step_scales + s * kScaleSlot;
+        const float* slot = step_scales + (staged ? i : s) * kScaleSlot;
         const int token = gemv_wgmma::fragment_token(thread, v);
         const float scale = Policy::kStepScales ? slot[token] * slot[kTokens] : 1.0f;
         acc[v] = fmaf(sum[v], scale, acc[v]);
@@ -443,7 +463,7 @@ inline cudaError_t launch(void (*kernel)(Param), const Param& param, std::int64_
   shape.grid = dim3(static_cast<unsigned>((n + kRows - 1) / kRows),
                     static_cast<unsigned>(plan.cluster), 1);
   shape.threads = 128;
-  shape.shared_bytes = shared_bytes(plan.stages, token_tiles);
+  shape.shared_bytes = shared_bytes(plan.stages, token_tiles, plan.scale_steps);
   shape.cluster_along_y = true;
   shape.dependent = dependent;
   return launch_kernel(kernel, param, shape, stream);

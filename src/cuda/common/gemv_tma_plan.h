@@ -23,23 +23,29 @@ inline constexpr int stage_bytes(int token_tiles) {
   return kWeightStageBytes + kTokenStageBytes * token_tiles;  // a multiple of 1 KB
 }
 
-// Stages, 1 KB of slack to align them for the swizzle, their barriers and per-token step scales.
-// The partial sums (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
-inline std::size_t shared_bytes(int stages, int token_tiles) {
-  return static_cast<std::size_t>(stages) * (stage_bytes(token_tiles) + 4 * (8 * token_tiles + 1)) +
-         1024 + 8 * kMaxStages;
+// Stages, 1 KB of slack to align them for the swizzle, their barriers and the staged scales'
+// one, and the step scales (8 T token scales and one weight scale per step): one slot per
+// stage, or one per step of the block when `scale_steps` are staged before the loop. The
+// partial sums (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
+inline std::size_t shared_bytes(int stages, int token_tiles, int scale_steps = 0) {
+  const std::size_t scale_slots = static_cast<std::size_t>(std::max(stages, scale_steps));
+  return static_cast<std::size_t>(stages) * stage_bytes(token_tiles) +
+         scale_slots * 4 * (8 * token_tiles + 1) + 1024 + 8 * (kMaxStages + 1);
 }
 
 struct Plan {
   int cluster = 1;  // blocks splitting K (contiguous ranges of steps), in one cluster
   int stages = 1;   // ring depth per block; >= 2 whenever a block has two or more steps
+  // Per-step scales (block scaling): 0 copies each step's with its operands into its stage;
+  // otherwise every block stages this many steps' scales (all of its own) before its loop.
+  int scale_steps = 0;
 };
 
 // Blocks per SM that shared memory allows (228 KB per SM, 1 KB reserved per block), at most 16
 // warpgroups.
-inline int blocks_per_sm(int stages, int token_tiles) {
-  return std::min<int>(16, static_cast<int>((228 * 1024) / (shared_bytes(stages, token_tiles) +
-                                                            1024)));
+inline int blocks_per_sm(int stages, int token_tiles, int scale_steps = 0) {
+  return std::min<int>(
+      16, static_cast<int>((228 * 1024) / (shared_bytes(stages, token_tiles, scale_steps) + 1024)));
 }
 
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
@@ -84,6 +90,30 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
          blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
     --plan.stages;
   }
+  return plan;
+}
+
+// For block scaling: stage every block's step scales in shared memory before its loop, where
+// they take at most kMaxStagedScaleBytes and keep every block of the grid resident. Copied with
+// each stage (9 to 65 four-byte copies arriving on its barrier), they cost the 117 MB o_proj
+// 10-17% at M = 1-16 on an H200 (docs/perf/block_gemm.md). LOWBIT_GEMV_TMA_STAGED_SCALES=0
+// keeps the per-stage copies (for measurements and tests).
+inline constexpr std::size_t kMaxStagedScaleBytes = 40 * 1024;
+inline Plan stage_step_scales(Plan plan, std::int64_t n, std::int64_t k, int token_tiles,
+                              int sm_count) {
+  plan.scale_steps = 0;
+  if (const char* text = std::getenv("LOWBIT_GEMV_TMA_STAGED_SCALES")) {
+    if (text[0] == '0' && text[1] == 0) return plan;
+  }
+  const std::int64_t steps = (k + kStepK - 1) / kStepK;
+  const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
+  const std::int64_t bytes = mine * 4 * (8 * token_tiles + 1);
+  if (mine < 1 || bytes > static_cast<std::int64_t>(kMaxStagedScaleBytes)) return plan;
+  const std::int64_t blocks = (n + kRows - 1) / kRows * plan.cluster;
+  const auto resident = [&](int scale_steps) {
+    return blocks <= std::int64_t{blocks_per_sm(plan.stages, token_tiles, scale_steps)} * sm_count;
+  };
+  if (resident(static_cast<int>(mine)) || !resident(0)) plan.scale_steps = static_cast<int>(mine);
   return plan;
 }
 
