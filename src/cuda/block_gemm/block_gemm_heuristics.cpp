@@ -138,9 +138,7 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
                         : BlockGemmTile::kPrefill128x192Multicast;
     } else if (m <= 128 && k <= 2048) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
-    } else if (m <= 32) {
-      config.tile = BlockGemmTile::kDecode32;
-    } else if (m <= 64) {
+    } else if (m <= 64) {  // (M <= 32 went to the GEMV above; decode32 is forced only)
       config.tile = BlockGemmTile::kDecode64;
     } else if (m <= 128 || k <= 512 || (narrow && m <= 1024)) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;

@@ -277,7 +277,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   // plan's scale_steps), slot i holds the block's step i, all copied before the loop; otherwise
   // slot i % stages travels with the stage's operands, copied asynchronously and completing on
   // the stage's barrier. (Loaded into registers one step ahead they cost a memory latency per
-  // step, measured on o_proj at M = 16; copied per stage they cost it 10-17%.)
+  // step, measured on o_proj at M = 16; copied per stage they cost it 9-14%.)
   constexpr int kTokens = 8 * kTiles;
   constexpr int kScaleSlot = kTokens + 1;
   std::uint64_t* scales_staged = full + kMaxStages;  // all threads' staged copies landed

@@ -96,7 +96,7 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
 // For block scaling: stage every block's step scales in shared memory before its loop, where
 // they take at most kMaxStagedScaleBytes and keep every block of the grid resident. Copied with
 // each stage (9 to 65 four-byte copies arriving on its barrier), they cost the 117 MB o_proj
-// 10-17% at M = 1-16 on an H200 (docs/perf/block_gemm.md). LOWBIT_GEMV_TMA_STAGED_SCALES=0
+// 9-14% at M = 1-32 on an H200 (docs/perf/block_gemm.md). LOWBIT_GEMV_TMA_STAGED_SCALES=0
 // keeps the per-stage copies (for measurements and tests).
 inline constexpr std::size_t kMaxStagedScaleBytes = 40 * 1024;
 inline Plan stage_step_scales(Plan plan, std::int64_t n, std::int64_t k, int token_tiles,
