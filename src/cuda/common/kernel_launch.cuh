@@ -1,6 +1,6 @@
 // Launching lowbit's own kernels: an optional cluster along the grid's y dimension (the K split of
-// common/gemv_wgmma.cuh and common/gemv_tma.cuh, the block pairs of block_gemm/block_fp8_gemm_tall.cuh)
-// and optional programmatic dependent launch.
+// common/gemv_wgmma.cuh and common/gemv_tma.cuh, the block pairs of
+// block_gemm/block_fp8_gemm_tall.cuh) and optional programmatic dependent launch.
 //
 // Programmatic dependent launch (PDL, sm_90): a kernel launched with it may start while the
 // stream's previous kernel is still running, once every block of that kernel has called
