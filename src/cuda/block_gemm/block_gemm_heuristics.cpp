@@ -136,6 +136,13 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
       config.tile = pairs_144 && !pairs_192 && tall_waves(m, n, 144) <= tall_waves(m, n, 192)
                         ? BlockGemmTile::kPrefill128x144Multicast
                         : BlockGemmTile::kPrefill128x192Multicast;
+    } else if (m <= 128 && n >= 16384 && k > 1024 && k < 2048) {
+      // Very wide, mid-length K (DeepSeek-V3's q_b, 24576 x 1536) at M = 65-128: the 128 x 192
+      // tile's 64 cluster tiles fill about one wave. Measured on an H200 at M = 128 in three
+      // runs (docs/perf/block_gemm.md): 16.9-17.0 against 19.3-20.3 us for the pingpong tile.
+      // Shorter and longer K lost on it (kv_b, K = 512: 14.1-14.2 against 13.1-14.0; down,
+      // K = 2048: 14.7-15.0 against 11.3-14.2), so it is kept to this band.
+      config.tile = BlockGemmTile::kPrefill128x192Multicast;
     } else if (m <= 128 && k <= 2048) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else if (m <= 64) {  // (M <= 32 went to the GEMV above; decode32 is forced only)
