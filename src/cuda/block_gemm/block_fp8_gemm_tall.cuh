@@ -275,7 +275,7 @@ struct Kernel {
   }
 
   // Writes the tile's totals as bf16 through the staging buffer: each warp's 16 rows of a
-  // local go in with stmatrix, then one thread stores the 64-column boxes with TMA. Before the
+  // local go in with stmatrix, then one thread stores the output boxes with TMA. Before the
   // buffer is refilled, that thread waits for the previous tile's stores to have read it.
   static __device__ __forceinline__ void store_tile(const Params& p, const Tile& tile,
                                                     const ConsumerRing& ring,
