@@ -267,7 +267,7 @@ TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
   std::uint64_t salt = 6000;
   for (const char* config : {"prefill128x128", "prefill64x128pp", "decode32", "decode64", "gemv_split_k", "gemv_wgmma",
                              "gemv_tma", "prefill128x192mc", "prefill256x128mc",
-                             "prefill128x144mc"}) {
+                             "prefill128x144mc", "splitk128x128"}) {
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
     for (std::int64_t m : {1, 33, 129}) {
       for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor}) {
@@ -278,6 +278,36 @@ TEST(BlockFp8MmGpu, EveryForcedConfiguration) {
       }
     }
   }
+  unsetenv("LOWBIT_BLOCK_GEMM");
+}
+
+TEST(BlockFp8MmGpu, SplitKEveryClusterAndEdge) {
+  // The split-K tile with every cluster size (LOWBIT_BLOCK_GEMM_SPLITS), N off the 128-row
+  // block, K off the 128-deep block and short enough that some blocks of the cluster get no K
+  // (K = 336: 3 K blocks over up to 8 blocks), M within one 128-token tile, on its edge and over
+  // two tiles, both scale layouts.
+  struct Shape {
+    std::int64_t n, k;
+  };
+  const Shape shapes[] = {{576, 7168}, {200, 336}, {2112, 4112}};
+  std::uint64_t salt = 6300;
+  setenv("LOWBIT_BLOCK_GEMM", "splitk128x128", 1);
+  for (const char* splits : {"1", "2", "3", "4", "8"}) {
+    setenv("LOWBIT_BLOCK_GEMM_SPLITS", splits, 1);
+    for (const Shape& s : shapes) {
+      for (std::int64_t m : {1, 64, 128, 129, 300}) {
+        for (ScaleLayout layout : {ScaleLayout::kRowMajor, ScaleLayout::kColumnMajor}) {
+          const Problem p = make_problem(m, s.n, s.k, salt += 10);
+          const Accuracy acc = check(p, run_gpu(p, layout, DType::kBF16), salt);
+          EXPECT_EQ(acc.nans, 0) << "splits " << splits << " M=" << m << " " << s.n << "x" << s.k;
+          EXPECT_EQ(acc.failures, 0)
+              << "splits " << splits << " M=" << m << " " << s.n << "x" << s.k << " "
+              << scale_layout_name(layout);
+        }
+      }
+    }
+  }
+  unsetenv("LOWBIT_BLOCK_GEMM_SPLITS");
   unsetenv("LOWBIT_BLOCK_GEMM");
 }
 

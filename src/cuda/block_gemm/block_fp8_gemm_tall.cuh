@@ -15,6 +15,12 @@
 //   clip at M and N and run while the next tile starts: swizzled 64-column boxes, or plain
 //   48-column boxes when the width is not a multiple of 64 (144).
 // - Cluster tiles run in groups of 8 weight-block pairs, pair-fastest, for L2 reuse.
+// Split-K form (kSplitK, 128 x 128 tiles, `splitk128x128`): for a few tokens, where the tiles
+// alone would leave most SMs idle. The cluster is S = 1, 2, 3, 4 or 8 blocks along K on one tile
+// instead; each loads its own A and B for its contiguous range of K blocks. Each of the 8
+// consumer warps' 16 rows is finished by block (warp % S): the other blocks push their sums for
+// those rows into its shared memory, and it adds the S partial sums in rank order (so the result
+// does not depend on timing) and stores bf16 straight from registers. One tile per cluster.
 // Requirements (checked by the op): bf16 output, A and B rows 16-byte aligned, activation
 // scales M-major with 16-byte aligned columns (the caller realigns others).
 #pragma once
@@ -42,6 +48,7 @@ namespace lowbit::cuda::tall {
 using own_prefill::consumer_thread;
 using own_prefill::ConsumerRing;
 using own_prefill::ConsumerThread;
+using own_prefill::kConsumerWarps;
 using own_prefill::fence_sum;
 using own_prefill::kThreads;
 
@@ -49,10 +56,13 @@ struct Params {
   CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x (kBlockM / 2) rows
   CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x kBlockN rows
   CUtensorMap d_map;  // output [M, N] bf16, boxes of kOutBoxColumns x kBlockM rows
+  void* d;            // the output itself and its row stride (the split-K form stores directly)
+  std::int64_t ldd;
   const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
   std::int64_t a_scale_stride_k;
   const float* b_scales;  // [n_scale_blocks, k_blocks]
   int m, n, k_blocks, n_scale_blocks, m_blocks, pairs, cluster_tiles;
+  int k_splits, k_blocks_per_split;  // the split-K form's cluster size and K blocks per block
 };
 
 struct Tile {
@@ -134,12 +144,25 @@ inline void check_tile(cudaError_t status, const char* what, const char* name) {
   }
 }
 
-template <int kBlockM, int kBlockN>
+// The split-K form's largest cluster, and the slices of 16 rows x kBlockN partial sums a block
+// receives at most: (S - 1) senders x ceil(8 / S) warps; 4, 6, 6 and 7 at S = 2, 3, 4 and 8
+// (S = 5, 6 and 7 would need 8-12, so they are not offered).
+constexpr int kMaxSplits = 8, kMaxReceivedSlices = 7;
+
+// The consumer warps whose rows block `rank` of an S-block split-K cluster finishes.
+__host__ __device__ constexpr int finished_warps(int rank, int splits) {
+  return (own_prefill::kConsumerWarps - rank + splits - 1) / splits;
+}
+
+template <int kBlockM, int kBlockN, bool kSplitK = false>
 struct Kernel {
   static_assert(kBlockM == 128 || kBlockM == 256, "two warpgroups of 64-token locals");
   static_assert(kBlockN == 128 || kBlockN == 144 || kBlockN == 192, "wgmma n128, n144 or n192");
+  static_assert(!kSplitK || (kBlockM == 128 && kBlockN == 128), "split-K: 128 x 128 tiles");
   static constexpr int kLocals = kBlockM / 128;  // 64-token row groups per warpgroup
   static constexpr int kValues = kBlockN / 2;    // a 64 x kBlockN fp32 tile over 128 threads
+  // Split-K: a warp's 16 x kBlockN partial sums, as 16-byte vectors [vector][lane].
+  static constexpr int kSliceBytes = 32 * kValues * 4;
   // Weight scale blocks a tile's columns touch: one (128 wide) or two (144 or 192 wide).
   static constexpr int kScaleRows = kBlockN > 128 ? 2 : 1;
   static constexpr int kABytes = kBlockM * kBlockK, kBBytes = kBlockN * kBlockK;
@@ -151,7 +174,9 @@ struct Kernel {
   static constexpr int kOutBoxColumns = kOutSwizzled ? 64 : 48;
   static constexpr int kOutBoxGroups = kOutBoxColumns / 8;  // 16-byte column groups per row
   static constexpr int kOutBoxBytes = kBlockM * kOutBoxColumns * 2;
-  static constexpr int kOutBytes = kBlockN / kOutBoxColumns * kOutBoxBytes;
+  // The output staging buffer; the split-K form receives partial sums there instead.
+  static constexpr int kOutBytes = kSplitK ? kMaxReceivedSlices * kSliceBytes
+                                           : kBlockN / kOutBoxColumns * kOutBoxBytes;
   // A tile starts a multiple of gcd(kBlockN, 128) columns into its first weight scale block, so
   // that block covers 16, 16 - kFormerStep, ... of its 8-column groups (kFormer below).
   static constexpr int kFormerStep = (kBlockN % 128 == 0 ? 128 : kBlockN % 64 == 0 ? 64 : 16) / 8;
@@ -168,6 +193,9 @@ struct Kernel {
   // operand rows in L2. Block `rank` of the cluster takes the rank-th weight block of the pair.
   static __device__ __forceinline__ Tile tile_at(const Params& p, int cluster_tile,
                                                  unsigned rank) {
+    if constexpr (kSplitK) {  // every block of the cluster on the same tile
+      return {cluster_tile % p.m_blocks * kBlockM, cluster_tile / p.m_blocks * kBlockN};
+    }
     const int per_group = kGroupPairs * p.m_blocks;
     const int group = cluster_tile / per_group, in_group = cluster_tile % per_group;
     const int pairs = min(kGroupPairs, p.pairs - group * kGroupPairs);
@@ -175,21 +203,42 @@ struct Kernel {
     return {m_block * kBlockM, (kClusterN * pair + static_cast<int>(rank)) * kBlockN};
   }
 
+  // The K blocks [first, end) a block of the cluster takes: all of them, or split-K's share
+  // (empty when K has fewer blocks than the cluster needs).
+  struct KRange {
+    int first, end;
+  };
+  static __device__ __forceinline__ KRange k_range(const Params& p, unsigned rank) {
+    if constexpr (!kSplitK) return {0, p.k_blocks};
+    const int first = static_cast<int>(rank) * p.k_blocks_per_split;
+    return {first, min(p.k_blocks, first + p.k_blocks_per_split)};
+  }
+
   static __device__ void produce(const Params& p, unsigned rank, int cluster, int clusters,
                                  std::uint32_t a_ring, std::uint32_t b_ring, float* scale_ring,
                                  std::uint64_t* full, std::uint64_t* empty) {
     const int m_padded = (p.m + 3) / 4 * 4;  // M-major columns are read in 16-byte units
+    const KRange range = k_range(p, rank);
     int c = 0;
     for (int t = cluster; t < p.cluster_tiles; t += clusters) {
       const Tile tile = tile_at(p, t, rank);
       const int scale_rows = max(0, min(kBlockM, m_padded - tile.m0));
-      for (int kb = 0; kb < p.k_blocks; ++kb, ++c) {
+      for (int kb = range.first; kb < range.end; ++kb, ++c) {
         const int s = c % kStages;
-        // Both blocks' consumers are done with the stage: this block's A half goes to both.
+        // The consumers that read the stage are done with it: with multicast, both blocks'
+        // (this block's A half goes to both); split-K blocks load their own A whole.
         if (c >= kStages) mbarrier_wait(&empty[s], (c / kStages - 1) & 1);
         mbarrier_arrive_expect_bytes(&full[s], kABytes + kBBytes + 4 * scale_rows);
-        load_box_multicast(p.a_map, a_ring + s * kABytes + rank * kAHalfBytes, &full[s],
-                           kb * kBlockK, tile.m0 + static_cast<int>(rank) * (kBlockM / 2), 0x3);
+        if constexpr (kSplitK) {
+          for (int half = 0; half < kClusterN; ++half) {
+            gemv_tma::load_box(p.a_map, a_ring + s * kABytes + half * kAHalfBytes, &full[s],
+                               kb * kBlockK, tile.m0 + half * (kBlockM / 2));
+          }
+        } else {
+          load_box_multicast(p.a_map, a_ring + s * kABytes + rank * kAHalfBytes, &full[s],
+                             kb * kBlockK, tile.m0 + static_cast<int>(rank) * (kBlockM / 2),
+                             0x3);
+        }
         gemv_tma::load_box(p.b_map, b_ring + s * kBBytes, &full[s], kb * kBlockK, tile.n0);
         if (scale_rows > 0) {
           bulk_copy_to_shared(scale_ring + s * kBlockM,
@@ -220,11 +269,11 @@ struct Kernel {
   // per local issue four wgmma, wait for them and promote, unrolled 8 times.
   template <int kFormer>
   static __device__ __forceinline__ void accumulate_tile(
-      const Params& p, const ConsumerRing& ring, const ConsumerThread& me, std::uint32_t a_low,
+      KRange range, const ConsumerRing& ring, const ConsumerThread& me, std::uint32_t a_low,
       std::uint32_t b_low, int& s, std::uint32_t& phase, const float* b_scales,
       float (&sum)[kValues], float (&total)[kLocals][kValues]) {
 #pragma unroll 8
-    for (int kb = 0; kb < p.k_blocks; ++kb) {
+    for (int kb = range.first; kb < range.end; ++kb) {
       const float b0 = b_scales[kb];
       const float b1 = kScaleRows > 1 ? b_scales[kMaxKBlocks + kb] : b0;
       mbarrier_wait(&ring.full[s], phase);
@@ -246,9 +295,13 @@ struct Kernel {
         fence_sum(sum);
         gemv_wgmma::wgmma_wait<0>();
         fence_sum(sum);
-        if (local == kLocals - 1) {  // both blocks wrote the stage's A: release it in both
+        if (local == kLocals - 1) {  // release the stage in every block that wrote its A
           __syncwarp();
-          if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
+          if constexpr (kSplitK) {
+            if (me.lane == 0) mbarrier_arrive(&ring.empty[s]);
+          } else {
+            if (me.lane < kClusterN) mbarrier_arrive_in(&ring.empty[s], me.lane);
+          }
         }
         promote<kFormer>(total[local], sum, lo * b0, hi * b0, lo * b1, hi * b1);
       }
@@ -261,17 +314,17 @@ struct Kernel {
   // since the scale a sum register takes must be known at compile time).
   template <int kFormer>
   static __device__ __forceinline__ void accumulate_tile_split(
-      int former, const Params& p, const ConsumerRing& ring, const ConsumerThread& me,
+      int former, KRange range, const ConsumerRing& ring, const ConsumerThread& me,
       std::uint32_t a_low, std::uint32_t b_low, int& s, std::uint32_t& phase,
       const float* b_scales, float (&sum)[kValues], float (&total)[kLocals][kValues]) {
     if constexpr (kFormer > kFormerStep) {
       if (former != kFormer) {
-        accumulate_tile_split<kFormer - kFormerStep>(former, p, ring, me, a_low, b_low, s, phase,
-                                                     b_scales, sum, total);
+        accumulate_tile_split<kFormer - kFormerStep>(former, range, ring, me, a_low, b_low, s,
+                                                     phase, b_scales, sum, total);
         return;
       }
     }
-    accumulate_tile<kFormer>(p, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
+    accumulate_tile<kFormer>(range, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
   }
 
   // Writes the tile's totals as bf16 through the staging buffer: each warp's 16 rows of a
@@ -312,9 +365,76 @@ struct Kernel {
     }
   }
 
+  // Split-K: the cluster's partial sums of the tile meet in the block that finishes each warp's
+  // 16 rows (warp % S); it adds them in rank order and stores bf16 pairs straight from
+  // registers. `received` completes when the other S - 1 blocks have pushed theirs; `out` is
+  // scratch (the K loop's sum registers).
+  static __device__ __forceinline__ void reduce_and_store(const Params& p, const Tile& tile,
+                                                          unsigned rank, const ConsumerRing& ring,
+                                                          const ConsumerThread& me,
+                                                          std::uint64_t* received,
+                                                          const float (&total)[kValues],
+                                                          float (&out)[kValues]) {
+    const int splits = p.k_splits, warp = me.thread / 32;
+    const auto finisher = static_cast<unsigned>(warp % splits);
+    // Sender `sender`'s slice of this warp's rows in the finisher's buffer: slots by sender
+    // (the finisher's own skipped), then by the finisher's warps, then this lane's vectors.
+    auto slice = [&](unsigned sender) {
+      const int slot = static_cast<int>(sender < finisher ? sender : sender - 1);
+      const int index = slot * finished_warps(0, splits) + warp / splits;
+      return ring.out_tile + index * kSliceBytes + 16 * me.lane;
+    };
+    if (finisher != rank) {
+      const std::uint32_t remote = cluster_address(slice(rank), finisher);
+#pragma unroll
+      for (int i = 0; i < kValues / 4; ++i) {
+        store_in_cluster(remote + 512 * i, total[4 * i], total[4 * i + 1], total[4 * i + 2],
+                         total[4 * i + 3]);
+      }
+      mbarrier_arrive_release_in(received, finisher);
+      return;
+    }
+    if (splits > 1) mbarrier_wait_acquire_cluster(received, 0);
+#pragma unroll
+    for (int v = 0; v < kValues; ++v) out[v] = 0.0f;
+    for (int sender = 0; sender < splits; ++sender) {
+      if (sender == static_cast<int>(rank)) {
+#pragma unroll
+        for (int v = 0; v < kValues; ++v) out[v] += total[v];
+        continue;
+      }
+      const std::uint32_t local = slice(static_cast<unsigned>(sender));
+#pragma unroll
+      for (int i = 0; i < kValues / 4; ++i) {
+        const float4 part = load_shared_float4(local + 512 * i);
+        out[4 * i] += part.x;
+        out[4 * i + 1] += part.y;
+        out[4 * i + 2] += part.z;
+        out[4 * i + 3] += part.w;
+      }
+    }
+    // Rows row and row + 8, columns col + 8 i and + 1 (N and the row stride are multiples of 8).
+    const int row = tile.m0 + me.row_lo, col = tile.n0 + 2 * (me.lane % 4);
+    auto* d = static_cast<std::uint16_t*>(p.d);
+#pragma unroll
+    for (int i = 0; i < kValues / 4; ++i) {
+      const int n = col + 8 * i;
+      if (n >= p.n) continue;
+      if (row < p.m) {
+        *reinterpret_cast<std::uint32_t*>(d + row * p.ldd + n) =
+            tile_store::pack_bf16x2(out[4 * i], out[4 * i + 1]);
+      }
+      if (row + 8 < p.m) {
+        *reinterpret_cast<std::uint32_t*>(d + (row + 8) * p.ldd + n) =
+            tile_store::pack_bf16x2(out[4 * i + 2], out[4 * i + 3]);
+      }
+    }
+  }
+
   // One consumer warpgroup's share of each tile.
   static __device__ void consume(const Params& p, unsigned rank, int cluster, int clusters,
-                                 const ConsumerRing& ring, float* b_scales) {
+                                 const ConsumerRing& ring, float* b_scales,
+                                 std::uint64_t* received) {
     const ConsumerThread me = consumer_thread();
     // Warp-uniform (the shuffle tells the compiler so): descriptors live in uniform registers.
     const int group = __shfl_sync(0xffffffff, me.group, 0);
@@ -323,6 +443,7 @@ struct Kernel {
     const auto b_low = static_cast<std::uint32_t>(gemv_tma::swizzled_descriptor(ring.b_ring));
     float sum[kValues];
     float total[kLocals][kValues];
+    const KRange range = k_range(p, rank);
     int s = 0;  // the ring's next stage and its phase (the producer's sequence)
     std::uint32_t phase = 0;
     for (int t = cluster; t < p.cluster_tiles; t += clusters) {
@@ -338,34 +459,45 @@ struct Kernel {
       const int second = min(first + 1, p.n_scale_blocks - 1);
       const float* first_scales = p.b_scales + static_cast<std::int64_t>(first) * p.k_blocks;
       const float* second_scales = p.b_scales + static_cast<std::int64_t>(second) * p.k_blocks;
-      for (int i = me.thread; i < p.k_blocks; i += 256) {
+      for (int i = range.first + me.thread; i < range.end; i += 256) {
         b_scales[i] = __ldg(first_scales + i);
         if (kScaleRows > 1) b_scales[kMaxKBlocks + i] = __ldg(second_scales + i);
       }
       tile_store::named_barrier_sync(2, 256);
       // Column groups of 8 in the first scale block: all of a 128-wide tile; 16 or 8 of a
       // 192-wide one, which starts 0 or 64 columns into its block; 16, 14, ..., 2 of a 144-wide.
-      accumulate_tile_split<16>((128 - tile.n0 % 128) / 8, p, ring, me, a_low, b_low, s, phase,
-                                b_scales, sum, total);
-      store_tile(p, tile, ring, me, total);
+      accumulate_tile_split<16>((128 - tile.n0 % 128) / 8, range, ring, me, a_low, b_low, s,
+                                phase, b_scales, sum, total);
+      if constexpr (kSplitK) {
+        reduce_and_store(p, tile, rank, ring, me, received, total[0], sum);
+      } else {
+        store_tile(p, tile, ring, me, total);
+      }
     }
     // The last stores must be done before the block's shared memory goes away.
     if (me.thread == 0) tile_store::wait_stores_done();
   }
 };
 
-template <int kBlockM, int kBlockN>
+template <int kBlockM, int kBlockN, bool kSplitK = false>
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ Params params) {
-  using K = Kernel<kBlockM, kBlockN>;
+  using K = Kernel<kBlockM, kBlockN, kSplitK>;
   __shared__ float b_scales[K::kScaleRows * kMaxKBlocks];  // the tile's weight scales
+  __shared__ std::uint64_t received;  // split-K: the other blocks' partial sums have arrived
+  if (kSplitK && threadIdx.x == 0) {
+    const int rank = static_cast<int>(blockIdx.y);
+    const int senders = (params.k_splits - 1) * finished_warps(rank, params.k_splits);
+    mbarrier_init(&received, static_cast<std::uint32_t>(max(1, 32 * senders)));
+  }
+  constexpr std::uint32_t kEmptyArrivals = (kSplitK ? 1 : kClusterN) * kConsumerWarps;
   own_prefill::run_block<K::kStages, K::kABytes, K::kBBytes, kBlockM, K::kOutBytes>(
-      params.a_map, params.b_map,
+      params.a_map, params.b_map, kEmptyArrivals,
       [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
           float* scale_ring, std::uint64_t* full, std::uint64_t* empty) {
         K::produce(params, rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
       },
       [&](unsigned rank, int cluster, int clusters, const ConsumerRing& ring) {
-        K::consume(params, rank, cluster, clusters, ring, b_scales);
+        K::consume(params, rank, cluster, clusters, ring, b_scales, &received);
       });
 }
 

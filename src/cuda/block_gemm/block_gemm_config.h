@@ -25,18 +25,23 @@ enum class BlockGemmTile : std::uint8_t {
   // lowbit's own TMA/wgmma kernel: 128 x 144 tiles, as the 128 x 192 one
   // (block_fp8_gemm_128x144.cu); chosen where its weight blocks pair up and 192-row ones do not
   kPrefill128x144Multicast,
+  // lowbit's own TMA/wgmma kernel for a few tokens: 128 x 128 tiles, K split over a cluster of
+  // 1-8 blocks that add their partial sums in shared memory (block_fp8_gemm_splitk.cu)
+  kSplitK128x128,
 };
 inline constexpr BlockGemmTile kAllBlockGemmTiles[] = {
     BlockGemmTile::kPrefill128x128, BlockGemmTile::kDecode32, BlockGemmTile::kDecode64,
     BlockGemmTile::kPrefill64x128Pingpong, BlockGemmTile::kGemvSplitK, BlockGemmTile::kGemvWgmma,
     BlockGemmTile::kGemvTma, BlockGemmTile::kPrefill128x192Multicast,
-    BlockGemmTile::kPrefill256x128Multicast, BlockGemmTile::kPrefill128x144Multicast};
+    BlockGemmTile::kPrefill256x128Multicast, BlockGemmTile::kPrefill128x144Multicast,
+    BlockGemmTile::kSplitK128x128};
 
-// lowbit's own prefill kernels (bf16 output; M-major A scales with 16-byte aligned columns).
+// lowbit's own tiles (bf16 output; M-major A scales with 16-byte aligned columns).
 inline constexpr bool is_own_prefill(BlockGemmTile tile) {
   return tile == BlockGemmTile::kPrefill128x192Multicast ||
          tile == BlockGemmTile::kPrefill256x128Multicast ||
-         tile == BlockGemmTile::kPrefill128x144Multicast;
+         tile == BlockGemmTile::kPrefill128x144Multicast ||
+         tile == BlockGemmTile::kSplitK128x128;
 }
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (block_fp8_gemv_launch.h).

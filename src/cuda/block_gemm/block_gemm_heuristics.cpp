@@ -26,6 +26,7 @@ const char* block_gemm_tile_name(BlockGemmTile tile) {
     case BlockGemmTile::kPrefill128x192Multicast: return "prefill128x192mc";
     case BlockGemmTile::kPrefill256x128Multicast: return "prefill256x128mc";
     case BlockGemmTile::kPrefill128x144Multicast: return "prefill128x144mc";
+    case BlockGemmTile::kSplitK128x128: return "splitk128x128";
   }
   return "?";
 }
@@ -51,7 +52,7 @@ bool parse_override(BlockGemmTile& tile) {
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_BLOCK_GEMM=%s (want prefill128x128, decode32, "
                "decode64, prefill64x128pp, gemv_split_k, gemv_wgmma, gemv_tma, "
-               "prefill128x192mc, prefill256x128mc or prefill128x144mc)\n",
+               "prefill128x192mc, prefill256x128mc, prefill128x144mc or splitk128x128)\n",
                text);
   return false;
 }
@@ -65,6 +66,22 @@ std::int64_t tall_cluster_tiles(std::int64_t m, std::int64_t n, std::int64_t wid
 std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
   constexpr std::int64_t kResidentClusters = 66;
   return (tall_cluster_tiles(m, n, width) + kResidentClusters - 1) / kResidentClusters;
+}
+
+// Few tokens on a weight with few 128-row tiles and long K: lowbit's split-K tile keeps most SMs
+// streaming where every other tile leaves them idle. Measured on an H200
+// (docs/perf/block_gemm.md, fifteenth session), us against the previous choice:
+// - 65-128 tokens, <= 64 tiles and K >= 4096: M = 128 q_a+kv_a (17 tiles) 16.9-17.0 against
+//   22-25, gate_up (32) 17.9-18.5 against 22.6-23.6, kv_a (5) 13.4-15.2 against 22-23, o_proj
+//   (56) 42.0-44.0 against 47-52 (the 128 x 128 tile). Short K lost (down, K = 2048: 13.1-13.5
+//   against 12-14 for the pingpong tile), as did weights of 192 and more tiles (q_b, kv_b).
+// - 33-64 tokens, only where the TMA GEMV's K split is thin: q_a+kv_a (17 tiles) 16.3-16.5
+//   against 18.1-18.2 for gemv_tma at M = 64; gate_up (32 tiles) tied, kv_a (5) and o_proj (56)
+//   lost, so the band is 9-24 tiles.
+bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const std::int64_t tiles = (m + 127) / 128 * ((n + 127) / 128);
+  if (k < 4096 || m <= 32 || m > 128) return false;
+  return m > 64 ? tiles <= 64 : tiles >= 9 && tiles <= 24;
 }
 
 }  // namespace
@@ -85,6 +102,8 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (forced && gemv_tile) {
     // kept: the GEMVs serve both output dtypes
+  } else if (!forced && !fp32_output && split_k_shape(m, n, k)) {
+    config.tile = BlockGemmTile::kSplitK128x128;
   } else if (!forced && (m <= 32 || (m <= 64 && n * k <= (std::int64_t{64} << 20)))) {
     // The TMA-fed wgmma GEMV streams the weight once with no token padding and no workspace,
     // in either output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md)

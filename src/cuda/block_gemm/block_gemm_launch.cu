@@ -57,7 +57,8 @@ const block_gemm::GemmEntry& entry_for_major(BlockGemmTile tile, DType out) {
     case BlockGemmTile::kGemvTma:
     case BlockGemmTile::kPrefill128x192Multicast:
     case BlockGemmTile::kPrefill128x144Multicast:
-    case BlockGemmTile::kPrefill256x128Multicast: break;  // not CUTLASS kernels
+    case BlockGemmTile::kPrefill256x128Multicast:
+    case BlockGemmTile::kSplitK128x128: break;  // not CUTLASS kernels
   }
   return entry<BlockGemmTile::kPrefill128x128, DType::kBF16, kMMajor>();
 }
@@ -110,6 +111,9 @@ void launch_block_fp8_gemm(const BlockFp8GemmProblem& problem, const BlockFp8Gem
     }
     if (config.tile == BlockGemmTile::kPrefill128x144Multicast) {
       return launch_block_fp8_gemm_128x144(problem, a_scales, stride_k, stream);
+    }
+    if (config.tile == BlockGemmTile::kSplitK128x128) {
+      return launch_block_fp8_gemm_splitk(problem, a_scales, stride_k, stream);
     }
     return launch_block_fp8_gemm_128x192(problem, a_scales, stride_k, stream);
   }

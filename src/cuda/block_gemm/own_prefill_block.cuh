@@ -53,15 +53,16 @@ constexpr int shared_bytes() {
   return 1024 + kOutBytes + kStages * (kABytes + kBBytes + 4 * kScales) + 2 * kStages * 8;
 }
 
-// The body of one block: carves the ring, initializes the barriers (the empty ones take one
-// arrival from every consumer warp of both blocks), and runs
+// The body of one block: carves the ring, initializes the barriers (the empty ones take
+// `empty_arrivals`: one from every consumer warp of each block that reads the stage), and runs
 //   produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty)
 // on thread 0 and consume(rank, cluster, clusters, ring) on the consumer warpgroups.
 // `maps` are the tensor maps to prefetch.
 template <int kStages, int kABytes, int kBBytes, int kScales, int kOutBytes, typename Produce,
           typename Consume>
 __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtensorMap& b_map,
-                                          Produce produce, Consume consume) {
+                                          std::uint32_t empty_arrivals, Produce produce,
+                                          Consume consume) {
   extern __shared__ __align__(1024) unsigned char shared[];
   const std::uint32_t raw = shared_address(shared);
   const std::uint32_t out_tile = (raw + 1023) & ~1023u;
@@ -78,7 +79,7 @@ __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtens
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&full[s], 1);                     // the producer's expect-bytes
-      mbarrier_init(&empty[s], 2 * kConsumerWarps);  // every consumer warp of both
+      mbarrier_init(&empty[s], empty_arrivals);
     }
     fence_barrier_init();
   }

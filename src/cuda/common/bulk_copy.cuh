@@ -43,6 +43,12 @@ __device__ __forceinline__ void mbarrier_arrive_expect_bytes(std::uint64_t* barr
                : "memory");
 }
 
+// One arrival on `barrier`.
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier))
+               : "memory");
+}
+
 // An arrival on `barrier` when this thread's earlier cp.async copies complete; the barrier's
 // expected count includes it (noinc).
 __device__ __forceinline__ void mbarrier_arrive_on_async_copies(std::uint64_t* barrier) {

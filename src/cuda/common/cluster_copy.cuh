@@ -1,6 +1,7 @@
 // Shared memory across a thread-block cluster (PTX ISA 7.8, sm_90): arriving on a barrier in
 // another block of the cluster, and a TMA box copied into every block of a cluster mask. The
-// prefill kernels of block_fp8_mm use them to share one tile load between a block pair.
+// prefill kernels of block_fp8_mm use them to share one tile load between a block pair; its
+// split-K tile pushes partial sums into another block's shared memory with them.
 #pragma once
 
 #include <cuda.h>
@@ -20,6 +21,58 @@ __device__ __forceinline__ void mbarrier_arrive_in(std::uint64_t* barrier, unsig
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
           shared_address(barrier)),
       "r"(rank)
+      : "memory");
+}
+
+// The address in block `rank` of the cluster of this block's shared address `local`.
+__device__ __forceinline__ std::uint32_t cluster_address(std::uint32_t local, unsigned rank) {
+  std::uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+
+// Four floats into another block's shared memory at `remote` (from cluster_address).
+__device__ __forceinline__ void store_in_cluster(std::uint32_t remote, float a, float b, float c,
+                                                 float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(remote), "f"(a),
+               "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+
+// Four floats from this block's shared memory at `local`.
+__device__ __forceinline__ float4 load_shared_float4(std::uint32_t local) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(local)
+               : "memory");
+  return v;
+}
+
+// One arrival on the barrier at `barrier`'s offset in block `rank` that releases this thread's
+// earlier stores to the cluster: a waiter with mbarrier_wait_acquire_cluster sees them.
+__device__ __forceinline__ void mbarrier_arrive_release_in(std::uint64_t* barrier,
+                                                           unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+          shared_address(barrier)),
+      "r"(rank)
+      : "memory");
+}
+
+// Waits for phase `phase` of this block's `barrier`, acquiring what the arrivals released.
+__device__ __forceinline__ void mbarrier_wait_acquire_cluster(std::uint64_t* barrier,
+                                                              std::uint32_t phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_again:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_again;\n"
+      "}\n" ::"r"(shared_address(barrier)),
+      "r"(phase)
       : "memory");
 }
 
