@@ -95,11 +95,14 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       const ScaleLayout layout = ScaleLayout::kColumnMajorTmaAligned;
       // Every configuration that applies to this M is also forced once below; one workspace
       // sized for the largest of them serves the default run and every forced one.
-      const std::vector<const char*> configs =
-          m <= 32   ? std::vector<const char*>{"gemv_split_k", "gemv_wgmma", "gemv_tma", "decode32", "decode64", "prefill128x128", "prefill64x128pp", "splitk128x128"}
-          : m <= 64 ? std::vector<const char*>{"gemv_tma", "decode64", "prefill128x128", "prefill64x128pp", "splitk128x128"}
-                    : std::vector<const char*>{"prefill128x128", "prefill64x128pp", "prefill128x192mc",
-                                               "prefill256x128mc", "prefill128x144mc", "splitk128x128"};
+      using Names = std::vector<const char*>;
+      const Names configs =
+          m <= 32   ? Names{"gemv_split_k", "gemv_wgmma", "gemv_tma", "decode32", "decode64",
+                            "prefill128x128", "prefill64x128pp", "splitk128x128"}
+          : m <= 64 ? Names{"gemv_tma", "decode64", "prefill128x128", "prefill64x128pp",
+                            "splitk128x128"}
+                    : Names{"prefill128x128", "prefill64x128pp", "prefill128x192mc",
+                            "prefill256x128mc", "prefill128x144mc", "splitk128x128"};
       std::int64_t ws_bytes = block_fp8_mm_workspace_bytes(m, n, k, layout, DType::kBF16);
       for (const char* name : configs) {
         setenv("LOWBIT_BLOCK_GEMM", name, 1);

@@ -1,7 +1,7 @@
 // lowbit's own prefill tiles for block_fp8_mm (sm_90a, TMA + mbarriers + wgmma), as a template
 // over the tile: kBlockM tokens (128 or 256) x kBlockN weight rows (128, 144 or 192).
-// Instantiated by block_fp8_gemm_256x128.cu (`prefill256x128mc`), block_fp8_gemm_128x192.cu and
-// block_fp8_gemm_128x144.cu.
+// Instantiated by block_fp8_gemm_256x128.cu (`prefill256x128mc`), block_fp8_gemm_128x192.cu,
+// block_fp8_gemm_128x144.cu and, in its split-K form, block_fp8_gemm_splitk.cu.
 //
 // Structure (DeepGEMM's sm90 1D2D kernel, measured side by side: docs/perf/block_gemm.md):
 // - 2-block clusters take one activation block and two adjacent weight blocks; each block loads
