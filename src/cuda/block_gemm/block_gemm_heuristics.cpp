@@ -69,8 +69,8 @@ std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
   return (tall_cluster_tiles(m, n, width) + kResidentClusters - 1) / kResidentClusters;
 }
 
-// Few tokens on a weight with few 128-row tiles and long K: lowbit's split-K tile keeps most SMs
-// streaming where every other tile leaves them idle. Measured on an H200
+// Few 128 x 128 tiles (few tokens, or a narrow weight) and long K: lowbit's split-K tile keeps
+// most SMs streaming where every other tile leaves them idle. Measured on an H200
 // (docs/perf/block_gemm.md, fifteenth session), us against the previous choice:
 // - 65-128 tokens, <= 64 tiles and K >= 4096: M = 128 q_a+kv_a (17 tiles) 16.9-17.0 against
 //   22-25, gate_up (32) 17.9-18.5 against 22.6-23.6, kv_a (5) 13.4-15.2 against 22-23, o_proj
@@ -79,9 +79,14 @@ std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
 // - 33-64 tokens, only where the TMA GEMV's K split is thin: q_a+kv_a (17 tiles) 16.3-16.5
 //   against 18.1-18.2 for gemv_tma at M = 64; gate_up (32 tiles) tied, kv_a (5) and o_proj (56)
 //   lost, so the band is 9-24 tiles.
+// - Above 128 tokens, narrow weights up to 40 tiles: kv_a (N = 576) M = 512 (20 tiles) 15.4
+//   against 22.2 for the pingpong tile, M = 1024 (40 tiles) 21.4 against 25.2. Wider weights
+//   lost there once their tiles outnumber a wave (q_a+kv_a M = 512, 68 tiles: 31.6 against 28.5
+//   for the 128 x 128 tile); 129-511 tokens are not measured.
 bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   const std::int64_t tiles = (m + 127) / 128 * ((n + 127) / 128);
-  if (k < 4096 || m <= 32 || m > 128) return false;
+  if (k < 4096 || m <= 32) return false;
+  if (m > 128) return n <= 1024 && tiles <= 40;
   return m > 64 ? tiles <= 64 : tiles >= 9 && tiles <= 24;
 }
 
