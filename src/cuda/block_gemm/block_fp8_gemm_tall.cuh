@@ -490,7 +490,8 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ Pa
     mbarrier_init(&received, static_cast<std::uint32_t>(max(1, 32 * senders)));
   }
   constexpr std::uint32_t kEmptyArrivals = (kSplitK ? 1 : kClusterN) * kConsumerWarps;
-  own_prefill::run_block<K::kStages, K::kABytes, K::kBBytes, kBlockM, K::kOutBytes>(
+  // The split-K producer (a K range, two A boxes per stage) spills at 40 registers.
+  own_prefill::run_block<K::kStages, K::kABytes, K::kBBytes, kBlockM, K::kOutBytes, kSplitK>(
       params.a_map, params.b_map, kEmptyArrivals,
       [&](unsigned rank, int cluster, int clusters, std::uint32_t a_ring, std::uint32_t b_ring,
           float* scale_ring, std::uint64_t* full, std::uint64_t* empty) {

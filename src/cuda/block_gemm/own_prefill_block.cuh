@@ -16,8 +16,12 @@ namespace lowbit::cuda::own_prefill {
 
 constexpr int kConsumerWarps = 8;  // two warpgroups
 constexpr int kThreads = 128 + 32 * kConsumerWarps;
-// setmaxnreg moves the producer's registers to the consumers.
-constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+// setmaxnreg moves the producer's registers to the consumers: 40 + 2 x 232 = 3 x 168 per thread,
+// the launch's. A producer that needs more (kWideProducer) takes 48 and leaves its consumers 224.
+template <bool kWideProducer>
+constexpr int kProducerRegisters = kWideProducer ? 48 : 40;
+template <bool kWideProducer>
+constexpr int kConsumerRegisters = kWideProducer ? 224 : 232;
 
 // A consumer thread's place: its warpgroup (64 tokens each), lane, and the first of its two
 // fragment rows in the warpgroup's first 64 tokens (the other is row_lo + 8).
@@ -58,8 +62,8 @@ constexpr int shared_bytes() {
 //   produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty)
 // on thread 0 and consume(rank, cluster, clusters, ring) on the consumer warpgroups.
 // `maps` are the tensor maps to prefetch.
-template <int kStages, int kABytes, int kBBytes, int kScales, int kOutBytes, typename Produce,
-          typename Consume>
+template <int kStages, int kABytes, int kBBytes, int kScales, int kOutBytes, bool kWideProducer,
+          typename Produce, typename Consume>
 __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtensorMap& b_map,
                                           std::uint32_t empty_arrivals, Produce produce,
                                           Consume consume) {
@@ -86,14 +90,14 @@ __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtens
   // Both blocks' barriers exist before either copies into or arrives on the other's.
   cluster_group.sync();
   if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters<kWideProducer>));
     if (threadIdx.x == 0) {
       prefetch_tensor_map(a_map);
       prefetch_tensor_map(b_map);
       produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters<kWideProducer>));
     consume(rank, cluster, clusters,
             ConsumerRing{a_ring, b_ring, out_tile, scale_ring, full, empty});
   }
