@@ -108,11 +108,11 @@ run_extras() {
     LOWBIT_NVFP4_GEMV=$config step "gpu_tests_nvfp4_${config/,/_}" "$build/tests/lowbit_gpu_tests" \
       --gtest_filter='Nvfp4GemvGpu.*'
   done
-  # The block-scaled GEMM heuristic gives each of lowbit's own prefill tiles a few shapes; run
-  # the model shapes at every token count on each.
+  # The block-scaled GEMM heuristic gives each of lowbit's own tiles a few shapes; run the model
+  # shapes at every token count on each.
   local block_gemm_cases='BlockFp8MmGpu.DeepSeekShapes*:BlockFp8MmGpu.Fp32Output*'
   block_gemm_cases+=':BlockFp8MmGpu.CudaGraph*'
-  for config in prefill128x192mc prefill128x144mc prefill256x128mc; do
+  for config in prefill128x192mc prefill128x144mc prefill256x128mc splitk128x128; do
     LOWBIT_BLOCK_GEMM=$config step "gpu_tests_$config" "$build/tests/lowbit_gpu_tests" \
       --gtest_filter="$block_gemm_cases"
   done
