@@ -1,6 +1,7 @@
 // `splitk128x128`: block_fp8_mm's own tile for a few tokens (block_fp8_gemm_tall.cuh, split-K
-// form): 128 x 128 tiles whose K is split over a cluster of 1, 2, 3, 4 or 8 blocks, so that weights
-// with few tiles still keep most SMs streaming.
+// form): 128 x 128 tiles whose K is split over a cluster of 1, 2, 3, 4 or 8 blocks, so that
+// weights with few tiles still keep most SMs streaming.
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,16 +24,20 @@ KernelLaunch split_launch(int tiles, int splits) {
   return config;
 }
 
-// Clusters of `splits` > 1 blocks the device holds at once (queried once per cluster size).
+constexpr int kSplitChoices[] = {2, 3, 4, 8};
+
+// Clusters of `splits` (one of kSplitChoices) blocks the device holds at once, queried once.
 int resident_split_clusters(int splits) {
-  static int resident[tall::kMaxSplits + 1] = {};
-  if (resident[splits] == 0) {
-    resident[splits] = resident_clusters(tall::kernel<128, 128, true>, split_launch(1, splits));
-  }
+  static const std::array<int, tall::kMaxSplits + 1> resident = [] {
+    std::array<int, tall::kMaxSplits + 1> counts{};
+    for (int candidate : kSplitChoices) {
+      counts[candidate] =
+          resident_clusters(tall::kernel<128, 128, true>, split_launch(1, candidate));
+    }
+    return counts;
+  }();
   return resident[splits];
 }
-
-constexpr int kSplitChoices[] = {2, 3, 4, 8};
 
 // LOWBIT_BLOCK_GEMM_SPLITS (1, 2, 3, 4 or 8) when set; else the largest cluster whose `tiles`
 // clusters all fit at once, with at least kMinKBlocksPerSplit K blocks per block.

@@ -90,14 +90,16 @@ __device__ __forceinline__ void run_block(const CUtensorMap& a_map, const CUtens
   // Both blocks' barriers exist before either copies into or arrives on the other's.
   cluster_group.sync();
   if (threadIdx.x < 128) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters<kWideProducer>));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(
+        kProducerRegisters<kWideProducer>));
     if (threadIdx.x == 0) {
       prefetch_tensor_map(a_map);
       prefetch_tensor_map(b_map);
       produce(rank, cluster, clusters, a_ring, b_ring, scale_ring, full, empty);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters<kWideProducer>));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(
+        kConsumerRegisters<kWideProducer>));
     consume(rank, cluster, clusters,
             ConsumerRing{a_ring, b_ring, out_tile, scale_ring, full, empty});
   }
