@@ -66,27 +66,12 @@ int choose_splits(int tiles, int k_blocks) {
 void launch_block_fp8_gemm_splitk(const BlockFp8GemmProblem& p, const float* a_scales,
                                   std::int64_t a_scale_stride_k, cudaStream_t stream) {
   constexpr const char* kName = "splitk128x128";
-  tall::Params params{};
-  if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, 64) ||
-      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, 128)) {
-    tall::check_tile(cudaErrorInvalidValue, "tensor maps of a and b", kName);
-  }
+  // A in two 64-row boxes per stage, B in one of 128 rows, 128-token tiles.
+  tall::Params params = tall::operand_params(p, a_scales, a_scale_stride_k, 64, 128, 128, kName);
   params.d = p.d;
   params.ldd = p.ldd;
-  params.a_scales = a_scales;
-  params.a_scale_stride_k = a_scale_stride_k;
-  params.b_scales = p.b_scales;
-  params.m = static_cast<int>(p.m);
-  params.n = static_cast<int>(p.n);
-  params.k_blocks = static_cast<int>((p.k + 127) / 128);
-  params.n_scale_blocks = static_cast<int>((p.n + 127) / 128);
-  params.m_blocks = static_cast<int>((p.m + 127) / 128);
   params.cluster_tiles = params.m_blocks * static_cast<int>((p.n + 127) / 128);
   if (params.cluster_tiles == 0) return;
-  if (params.k_blocks > tall::kMaxKBlocks) {
-    tall::check_tile(cudaErrorInvalidValue,
-                     "K <= 131072: weight scales are staged in shared memory", kName);
-  }
   params.k_splits = choose_splits(params.cluster_tiles, params.k_blocks);
   params.k_blocks_per_split = (params.k_blocks + params.k_splits - 1) / params.k_splits;
   // (A grid without clusters has no cluster occupancy to ask for.)

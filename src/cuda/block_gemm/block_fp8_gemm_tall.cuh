@@ -502,17 +502,16 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ Pa
       });
 }
 
-// Launches the tile on `stream`; `name` is the configuration's name for errors.
-template <int kBlockM, int kBlockN>
-void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_scale_stride_k,
-            cudaStream_t stream, const char* name) {
-  using K = Kernel<kBlockM, kBlockN>;
+// The Params fields both forms share: the A and B tensor maps (boxes of `a_box_rows` and
+// `b_box_rows` rows), the scales, and M, N and K in their blocks (`block_m` tokens per tile).
+// `name` is the configuration's name for errors.
+inline Params operand_params(const BlockFp8GemmProblem& p, const float* a_scales,
+                             std::int64_t a_scale_stride_k, int a_box_rows, int b_box_rows,
+                             int block_m, const char* name) {
   Params params{};
-  if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, kBlockM / kClusterN) ||
-      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, kBlockN) ||
-      !encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM,
-                              K::kOutBoxColumns, K::kOutSwizzled)) {
-    check_tile(cudaErrorInvalidValue, "tensor maps of a, b and d", name);
+  if (!encode_byte_matrix_map(&params.a_map, p.a, p.m, p.k, p.lda, a_box_rows) ||
+      !encode_byte_matrix_map(&params.b_map, p.b, p.n, p.k, p.ldb, b_box_rows)) {
+    check_tile(cudaErrorInvalidValue, "tensor maps of a and b", name);
   }
   params.a_scales = a_scales;
   params.a_scale_stride_k = a_scale_stride_k;
@@ -521,15 +520,29 @@ void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_
   params.n = static_cast<int>(p.n);
   params.k_blocks = static_cast<int>((p.k + kBlockK - 1) / kBlockK);
   params.n_scale_blocks = static_cast<int>((p.n + 127) / 128);
-  params.m_blocks = static_cast<int>((p.m + kBlockM - 1) / kBlockM);
-  const int n_blocks = static_cast<int>((p.n + kBlockN - 1) / kBlockN);
-  params.pairs = (n_blocks + kClusterN - 1) / kClusterN;
-  params.cluster_tiles = params.m_blocks * params.pairs;
-  if (params.cluster_tiles == 0) return;
+  params.m_blocks = static_cast<int>((p.m + block_m - 1) / block_m);
   if (params.k_blocks > kMaxKBlocks) {
     check_tile(cudaErrorInvalidValue, "K <= 131072: weight scales are staged in shared memory",
                name);
   }
+  return params;
+}
+
+// Launches the tile on `stream`; `name` is the configuration's name for errors.
+template <int kBlockM, int kBlockN>
+void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_scale_stride_k,
+            cudaStream_t stream, const char* name) {
+  using K = Kernel<kBlockM, kBlockN>;
+  Params params = operand_params(p, a_scales, a_scale_stride_k, kBlockM / kClusterN, kBlockN,
+                                 kBlockM, name);
+  if (!encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM,
+                              K::kOutBoxColumns, K::kOutSwizzled)) {
+    check_tile(cudaErrorInvalidValue, "tensor map of d", name);
+  }
+  const int n_blocks = static_cast<int>((p.n + kBlockN - 1) / kBlockN);
+  params.pairs = (n_blocks + kClusterN - 1) / kClusterN;
+  params.cluster_tiles = params.m_blocks * params.pairs;
+  if (params.cluster_tiles == 0) return;
 
   KernelLaunch config;
   config.threads = kThreads;
