@@ -51,7 +51,8 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
         if (mine >= 2) {
           EXPECT_GE(plan.stages, 2) << "step i + 1's wgmma overlaps step i's refill";
         }
-        EXPECT_LE(shared_bytes(plan.stages, tiles), std::size_t{227} * 1024);
+        EXPECT_LE(shared_bytes(plan.stages, tiles, 0, plan.receiving_cluster()),
+                  std::size_t{227} * 1024);
         // Every block resident at once, unless even a 2-stage ring cannot make it so (then the
         // ring is at its shallowest: two waves).
         const auto fits = [&](int stages) {
@@ -69,9 +70,38 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
         if (doubled > 1) {
           EXPECT_LT(2 * row_blocks * (doubled / 2), 3 * sm_count) << "a smaller split suffices";
         }
+        // The leader's receive area for pushed sums costs no stage and no residency (clusters
+        // counted within GPCs of 16 SMs).
+        const bool push_fits =
+            row_blocks <= resident_clusters(blocks_per_sm(plan.stages, tiles, 0, plan.cluster),
+                                            plan.cluster, sm_count);
+        EXPECT_EQ(plan.push_sums, plan.cluster > 1 && push_fits);
+        if (plan.push_sums) {
+          EXPECT_LE(blocks, std::int64_t{blocks_per_sm(plan.stages, tiles, 0, plan.cluster)} *
+                                sm_count);
+        }
       }
     }
   }
+}
+
+TEST(GemvTmaPlan, PushedSumsWhereTheReceiveAreaFits) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  unsetenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
+  // 4096 x 7168 (64 row blocks, a split of 4): pushed at 1-32 tokens; at 64 the 48 KB receive
+  // area would leave one block per SM for 256 blocks.
+  for (int tiles : {1, 2, 4}) EXPECT_TRUE(choose_plan(4096, 7168, tiles, 132).push_sums);
+  EXPECT_FALSE(choose_plan(4096, 7168, 8, 132).push_sums);
+  EXPECT_TRUE(choose_plan(576, 7168, 8, 132).push_sums);     // 9 row blocks x 8
+  // 33 clusters of 8 at 32 tokens: 2 blocks per SM would fit 4 clusters per GPC, 32 in all.
+  EXPECT_TRUE(choose_plan(2112, 7168, 2, 132).push_sums);
+  EXPECT_FALSE(choose_plan(2112, 7168, 4, 132).push_sums);
+  EXPECT_EQ(resident_clusters(2, 8, 132), 32);
+  EXPECT_FALSE(choose_plan(18432, 7168, 1, 132).push_sums);  // no split
+  EXPECT_EQ(shared_bytes(4, 1, 0, 4) - shared_bytes(4, 1), 16 + 3 * partial_sum_bytes(1));
+  setenv("LOWBIT_GEMV_TMA_PUSH_SUMS", "0", 1);
+  EXPECT_FALSE(choose_plan(4096, 7168, 1, 132).push_sums);
+  unsetenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
 }
 
 TEST(GemvTmaPlan, TrimsTheSplitToBlocksThatGetSteps) {
@@ -118,12 +148,16 @@ TEST(GemvTmaPlan, StagedStepScalesFitAndKeepBlocksResident) {
         if (plan.scale_steps == 0) continue;
         EXPECT_EQ(plan.scale_steps, mine) << "every step of the block";
         EXPECT_LE(static_cast<std::size_t>(mine) * 4 * (8 * tiles + 1), kMaxStagedScaleBytes);
-        EXPECT_LE(shared_bytes(plan.stages, tiles, plan.scale_steps), std::size_t{227} * 1024);
+        EXPECT_LE(shared_bytes(plan.stages, tiles, plan.scale_steps, plan.receiving_cluster()),
+                  std::size_t{227} * 1024);
         if (blocks <= std::int64_t{blocks_per_sm(plan.stages, tiles)} * sm_count) {
-          EXPECT_LE(blocks, std::int64_t{blocks_per_sm(plan.stages, tiles, plan.scale_steps)} *
+          EXPECT_LE(blocks, std::int64_t{blocks_per_sm(plan.stages, tiles, plan.scale_steps,
+                                                       plan.receiving_cluster())} *
                                 sm_count)
               << "staging cost the grid its residency";
         }
+        // Staging keeps the pushed sums unless both do not fit.
+        EXPECT_TRUE(!plan.push_sums || plain.push_sums);
       }
     }
   }

@@ -316,7 +316,9 @@ TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
   // and its partial tiles, N off the 32- and 64-row blocks, K off the 128-deep step, every scale
   // layout, both output dtypes; the wgmma GEMV's K split runs from 1 warpgroup per block
   // (N = 24576) to 4 x 8 cluster blocks (N = 136, 200), the TMA-fed one's from 1 to 8 blocks,
-  // with its step scales staged before the loop (the default) and copied with each stage.
+  // with its step scales staged before the loop and the other blocks' sums pushed to the
+  // leader (the defaults), and with the scales copied with each stage and the sums read between
+  // two cluster barriers.
   struct Shape {
     std::int64_t n, k;
   };
@@ -324,13 +326,15 @@ TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
   struct Run {
     const char* config;
     const char* staged_scales;  // LOWBIT_GEMV_TMA_STAGED_SCALES
+    const char* push_sums;      // LOWBIT_GEMV_TMA_PUSH_SUMS
   };
   std::uint64_t salt = 6500;
-  for (const Run& run : {Run{"gemv_split_k", "1"}, Run{"gemv_wgmma", "1"}, Run{"gemv_tma", "1"},
-                         Run{"gemv_tma", "0"}}) {
+  for (const Run& run : {Run{"gemv_split_k", "1", "1"}, Run{"gemv_wgmma", "1", "1"},
+                         Run{"gemv_tma", "1", "1"}, Run{"gemv_tma", "0", "0"}}) {
     const char* config = run.config;
     setenv("LOWBIT_BLOCK_GEMM", config, 1);
     setenv("LOWBIT_GEMV_TMA_STAGED_SCALES", run.staged_scales, 1);
+    setenv("LOWBIT_GEMV_TMA_PUSH_SUMS", run.push_sums, 1);
     for (const Shape& s : shapes) {
       std::vector<std::int64_t> token_counts = {1, 2, 8, 9, 16, 17, 32};
       if (std::string(config) == "gemv_tma") token_counts.insert(token_counts.end(), {33, 64});
@@ -343,7 +347,8 @@ TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
             EXPECT_EQ(acc.nans, 0) << config << " " << m << "x" << s.n << "x" << s.k;
             EXPECT_EQ(acc.failures, 0) << config << " " << m << "x" << s.n << "x" << s.k << " "
                                        << scale_layout_name(layout) << " " << dtype_name(out)
-                                       << " staged scales " << run.staged_scales;
+                                       << " staged scales " << run.staged_scales
+                                       << " pushed sums " << run.push_sums;
           }
         }
       }
@@ -351,6 +356,7 @@ TEST(BlockFp8MmGpu, GemvEveryTokenTileAndEdge) {
   }
   unsetenv("LOWBIT_BLOCK_GEMM");
   unsetenv("LOWBIT_GEMV_TMA_STAGED_SCALES");
+  unsetenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
 }
 
 TEST(BlockFp8MmGpu, DeterministicAndMatchesCpuReferenceOnSmallShape) {

@@ -375,13 +375,17 @@ TEST(ScaledMmGpu, GemvNanCodesPoisonOnlyTheirRowAndColumn) {
 TEST(ScaledMmGpu, GemvConfigsOnModelShapes) {
   // Every GEMV forced over the model shapes and their token tiles (8 / 16 / 32, and 64 for
   // gemv_tma): the K split differs per shape (gemv_wgmma: 1 warpgroup per block at N = 18432,
-  // 4 warpgroups x 2 cluster blocks at N = 4096; gemv_tma: 1 to 4 cluster blocks).
+  // 4 warpgroups x 2 cluster blocks at N = 4096; gemv_tma: 1 to 4 cluster blocks, whose sums
+  // reach the leader pushed (the default where they fit) or read between cluster barriers).
   std::uint64_t salt = 9000;
   Options int8;
   int8.ab = DType::kInt8;
   int8.azp_adj = int8.azp = true;
-  for (const char* config : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
+  for (const auto& [config, push_sums] :
+       {std::pair<const char*, const char*>{"gemv_split_k", "1"}, {"gemv_wgmma", "1"},
+        {"gemv_tma", "1"}, {"gemv_tma", "0"}}) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);
+    setenv("LOWBIT_GEMV_TMA_PUSH_SUMS", push_sums, 1);
     for (const Shape& s : kShapes) {
       const std::vector<std::int64_t> token_counts =
           std::string(config) == "gemv_tma" ? std::vector<std::int64_t>{1, 7, 16, 32, 64}
@@ -391,12 +395,14 @@ TEST(ScaledMmGpu, GemvConfigsOnModelShapes) {
           const Problem p = make_problem(m, s.n, s.k, o, salt += 10);
           const Accuracy acc = check(p, run_gpu(p), salt);
           expect_ok(p, acc, config);
-          EXPECT_EQ(acc.failures, 0) << config << " " << name << " M=" << m << " N=" << s.n;
+          EXPECT_EQ(acc.failures, 0) << config << " " << name << " M=" << m << " N=" << s.n
+                                     << " pushed sums " << push_sums;
         }
       }
     }
     unsetenv("LOWBIT_SCALED_GEMM");
   }
+  unsetenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
 }
 
 TEST(ScaledMmGpu, DeterministicAcrossRuns) {

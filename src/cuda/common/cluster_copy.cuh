@@ -76,6 +76,38 @@ __device__ __forceinline__ void mbarrier_wait_acquire_cluster(std::uint64_t* bar
       : "memory");
 }
 
+// Sixteen bytes into another block's shared memory at `remote` that count, once written, as
+// transaction bytes on that block's barrier at `remote_barrier` (both from cluster_address): the
+// receiver waits for the data itself (mbarrier_wait_acquire_cluster), with no arrival or fence.
+__device__ __forceinline__ void store_async_in_cluster(std::uint32_t remote, uint4 value,
+                                                       std::uint32_t remote_barrier) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];\n" ::"r"(remote),
+      "r"(value.x), "r"(value.y), "r"(value.z), "r"(value.w), "r"(remote_barrier)
+      : "memory");
+}
+
+// Sixteen bytes from this block's shared memory at `local`.
+__device__ __forceinline__ uint4 load_shared_uint4(std::uint32_t local) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(local)
+               : "memory");
+  return v;
+}
+
+// The cluster barrier split in two: every thread of the cluster arrives (releasing its earlier
+// writes, e.g. a barrier's initialization), and later waits for all arrivals (acquiring them).
+// Arriving early and waiting late costs nothing where everyone arrived long before.
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // Box (k0, row0) of `map` into shared memory at `destination` in every block of `mask`, each
 // completing on its barrier at `barrier`'s offset.
 __device__ __forceinline__ void load_box_multicast(const CUtensorMap& map,

@@ -12,9 +12,10 @@
 //
 // Roles: a block is one warpgroup (128 threads) owning 64 weight rows; thread 0 also issues the
 // copies. K is split over the blocks of a cluster (split p takes the p-th contiguous range of
-// steps); the leader adds the blocks' sums in rank order over distributed shared memory, so the
-// result does not depend on timing and there is no workspace. The split is the smallest that
-// gives enough blocks to keep HBM busy, all resident at once (choose_plan).
+// steps); the other blocks push their sums into the leader's shared memory (or, where its receive
+// area does not fit, the leader reads theirs between two cluster barriers) and it adds them in
+// rank order, so the result does not depend on timing and there is no workspace. The split is
+// the smallest that gives enough blocks to keep HBM busy, all resident at once (choose_plan).
 //
 // fp8: each step's tensor-core sum (accumulated by wgmma from zero) is added to fp32 registers,
 // optionally times a per-step scale (DeepSeek-V3 block scaling); int8 accumulates in the
@@ -27,8 +28,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "bulk_copy.cuh"
+#include "cluster_copy.cuh"
 #include "gemv_tma_plan.h"
 #include "gemv_wgmma.cuh"
 #include "kernel_launch.cuh"
@@ -158,6 +161,18 @@ __device__ __forceinline__ void wgmma_ss<8>(int (&d)[32], std::uint64_t a,
 
 // ---- the kernel body ----
 
+// A partial sum's 32 bits, and back (fp32 sums of fp8, int32 sums of int8).
+__device__ __forceinline__ std::uint32_t as_bits(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ std::uint32_t as_bits(int v) { return static_cast<std::uint32_t>(v); }
+template <typename Acc>
+__device__ __forceinline__ Acc from_bits(std::uint32_t bits) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    return __uint_as_float(bits);
+  } else {
+    return static_cast<int>(bits);
+  }
+}
+
 struct Maps {
   CUtensorMap weights;  // [N, K] bytes, boxes of 128 x 64 rows
   CUtensorMap tokens;   // [M, K] bytes, boxes of 128 x 8 T tokens
@@ -281,8 +296,14 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   constexpr int kTokens = 8 * kTiles;
   constexpr int kScaleSlot = kTokens + 1;
   std::uint64_t* scales_staged = full + kMaxStages;  // all threads' staged copies landed
-  float* step_scales = reinterpret_cast<float*>(full + kMaxStages + 1);
+  std::uint64_t* sums_arrived = full + kMaxStages + 1;  // the leader: the others' partial sums
+  float* step_scales = reinterpret_cast<float*>(full + kMaxStages + 2);
   const bool staged = Policy::kStepScales && plan.scale_steps > 0;
+  // The leader's receive area: the partial sums of ranks 1..splits - 1, 16 bytes aligned.
+  const int scale_slots = stages > plan.scale_steps ? stages : plan.scale_steps;
+  const std::uint32_t received =
+      (shared_address(step_scales + scale_slots * (8 * kTiles + 1)) + 15) & ~15u;
+  const bool push_sums = splits > 1 && plan.push_sums;
   // Copies scale `slot_thread` of step `i` into `slot` (zeros for tokens >= M).
   auto copy_scale = [&](float* slot, int i, int slot_thread) {
     if constexpr (Policy::kStepScales) {
@@ -316,9 +337,16 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     const int arrivals = Policy::kStepScales && !staged ? 1 + kScaleSlot : 1;
     for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], arrivals);
     if (staged) mbarrier_init(scales_staged, 128);
+    if (push_sums && split == 0) {  // one arrival (here) and the others' bytes
+      mbarrier_init(sums_arrived, 1);
+      mbarrier_arrive_expect_bytes(sums_arrived, static_cast<std::uint32_t>(
+                                                     (splits - 1) * partial_sum_bytes(kTiles)));
+    }
     fence_barrier_init();
   }
   __syncthreads();
+  // Nobody may push into the leader before its barrier exists: arrive now, wait after the loop.
+  if (push_sums) cluster_arrive_release();
   // Step i of this block into stage i % stages (thread 0): its weights, then its tokens.
   auto request_weights = [&](int i) {
     const int s = i % stages;
@@ -422,7 +450,38 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   }
 
   if (!kEarlyTrigger) allow_dependent_launch();
-  if (splits > 1) {
+  if (push_sums) {
+    // The others push their sums into the leader's receive area and are done; the leader waits
+    // for their bytes and adds them in rank order. (Two cluster barriers around the leader's
+    // reads of the others' memory cost ~1.5 us after the last block's loop, H200.)
+    cluster_wait_acquire();
+    static_assert(kValues % 4 == 0, "sums travel as 16-byte vectors");
+    if (split != 0) {
+      const std::uint32_t barrier = cluster_address(shared_address(sums_arrived), 0);
+      const std::uint32_t slot = cluster_address(
+          received + static_cast<std::uint32_t>((split - 1) * partial_sum_bytes(kTiles)), 0);
+#pragma unroll
+      for (int q = 0; q < kValues / 4; ++q) {  // vector q of every thread, then q + 1
+        const uint4 bits = {as_bits(acc[4 * q]), as_bits(acc[4 * q + 1]),
+                            as_bits(acc[4 * q + 2]), as_bits(acc[4 * q + 3])};
+        store_async_in_cluster(slot + 16 * (q * 128 + thread), bits, barrier);
+      }
+      return;
+    }
+    mbarrier_wait_acquire_cluster(sums_arrived, 0);
+    for (int rank = 1; rank < splits; ++rank) {
+      const std::uint32_t slot =
+          received + static_cast<std::uint32_t>((rank - 1) * partial_sum_bytes(kTiles));
+#pragma unroll
+      for (int q = 0; q < kValues / 4; ++q) {
+        const uint4 bits = load_shared_uint4(slot + 16 * (q * 128 + thread));
+        acc[4 * q] += from_bits<Acc>(bits.x);
+        acc[4 * q + 1] += from_bits<Acc>(bits.y);
+        acc[4 * q + 2] += from_bits<Acc>(bits.z);
+        acc[4 * q + 3] += from_bits<Acc>(bits.w);
+      }
+    }
+  } else if (splits > 1) {
     // The cluster's blocks split K: each stores its sums over its (consumed) ring, and the
     // leader adds them in rank order.
     Acc* block_sum = reinterpret_cast<Acc*>(ring_pointer);
@@ -463,7 +522,8 @@ inline cudaError_t launch(void (*kernel)(Param), const Param& param, std::int64_
   shape.grid = dim3(static_cast<unsigned>((n + kRows - 1) / kRows),
                     static_cast<unsigned>(plan.cluster), 1);
   shape.threads = 128;
-  shape.shared_bytes = shared_bytes(plan.stages, token_tiles, plan.scale_steps);
+  shape.shared_bytes =
+      shared_bytes(plan.stages, token_tiles, plan.scale_steps, plan.receiving_cluster());
   shape.cluster_along_y = true;
   shape.dependent = dependent;
   return launch_kernel(kernel, param, shape, stream);

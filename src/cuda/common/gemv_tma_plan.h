@@ -23,14 +23,25 @@ inline constexpr int stage_bytes(int token_tiles) {
   return kWeightStageBytes + kTokenStageBytes * token_tiles;  // a multiple of 1 KB
 }
 
-// Stages, 1 KB of slack to align them for the swizzle, their barriers and the staged scales'
-// one, and the step scales (8 T token scales and one weight scale per step): one slot per
-// stage, or one per step of the block when `scale_steps` are staged before the loop. The
-// partial sums (4 T values x 128 threads x 4 bytes = 2 T KB) reuse the stages after the loop.
-inline std::size_t shared_bytes(int stages, int token_tiles, int scale_steps = 0) {
+// The partial sums one block of a K split sends its cluster's leader: 4 T values x 128
+// threads x 4 bytes.
+inline constexpr std::size_t partial_sum_bytes(int token_tiles) {
+  return std::size_t{2048} * static_cast<std::size_t>(token_tiles);
+}
+
+// Stages, 1 KB of slack to align them for the swizzle, their barriers, the staged scales' one
+// and the partial sums' one, the step scales (8 T token scales and one weight scale per step):
+// one slot per stage, or one per step of the block when `scale_steps` are staged before the
+// loop, and, in a cluster of `cluster` blocks, 16 bytes of alignment and the leader's receive
+// area for the other blocks' partial sums (every block has it: one kernel, one size).
+inline std::size_t shared_bytes(int stages, int token_tiles, int scale_steps = 0,
+                                int cluster = 1) {
   const std::size_t scale_slots = static_cast<std::size_t>(std::max(stages, scale_steps));
+  const std::size_t received =
+      cluster > 1 ? 16 + static_cast<std::size_t>(cluster - 1) * partial_sum_bytes(token_tiles)
+                  : 0;
   return static_cast<std::size_t>(stages) * stage_bytes(token_tiles) +
-         scale_slots * 4 * (8 * token_tiles + 1) + 1024 + 8 * (kMaxStages + 1);
+         scale_slots * 4 * (8 * token_tiles + 1) + 1024 + 8 * (kMaxStages + 2) + received;
 }
 
 struct Plan {
@@ -39,13 +50,36 @@ struct Plan {
   // Per-step scales (block scaling): 0 copies each step's with its operands into its stage;
   // otherwise every block stages this many steps' scales (all of its own) before its loop.
   int scale_steps = 0;
+  // K split: the other blocks push their sums into the leader's receive area (false: they keep
+  // them in their own ring and the leader reads them between two cluster barriers).
+  bool push_sums = false;
+  // The cluster size that shared_bytes() sizes the leader's receive area for.
+  int receiving_cluster() const { return push_sums ? cluster : 1; }
 };
 
 // Blocks per SM that shared memory allows (228 KB per SM, 1 KB reserved per block), at most 16
 // warpgroups.
-inline int blocks_per_sm(int stages, int token_tiles, int scale_steps = 0) {
-  return std::min<int>(
-      16, static_cast<int>((228 * 1024) / (shared_bytes(stages, token_tiles, scale_steps) + 1024)));
+inline int blocks_per_sm(int stages, int token_tiles, int scale_steps = 0, int cluster = 1) {
+  return std::min<int>(16, static_cast<int>((228 * 1024) /
+                                            (shared_bytes(stages, token_tiles, scale_steps,
+                                                          cluster) +
+                                             1024)));
+}
+
+// Clusters of `cluster` blocks resident at once, at the low end: a cluster's blocks share one
+// GPC, which has 16 or more SMs on an H100/H200 (132 SMs in 8 GPCs), so partly filled GPCs leave
+// room a per-SM count does not see.
+inline std::int64_t resident_clusters(int blocks_per_sm, int cluster, int sm_count) {
+  constexpr int kGpcSms = 16;
+  return std::int64_t{kGpcSms * blocks_per_sm / cluster} * (sm_count / kGpcSms);
+}
+
+// Whether the leader's receive area for pushed sums keeps every cluster of the grid resident.
+inline bool pushed_sums_fit(int stages, int token_tiles, int scale_steps, int cluster,
+                            std::int64_t row_blocks, int sm_count) {
+  return row_blocks <= resident_clusters(
+                           blocks_per_sm(stages, token_tiles, scale_steps, cluster), cluster,
+                           sm_count);
 }
 
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
@@ -80,16 +114,24 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
   // (K = 336: 3 steps over 4 blocks would leave one idle), so the cluster is that many.
   const std::int64_t mine = std::max<std::int64_t>(1, (steps + plan.cluster - 1) / plan.cluster);
   plan.cluster = static_cast<int>(std::max<std::int64_t>(1, (steps + mine - 1) / mine));
+  const std::int64_t blocks = row_blocks * plan.cluster;
   if (forced_stages > 0) {
     plan.stages = forced_stages;
-    return plan;
+  } else {
+    plan.stages = static_cast<int>(std::clamp<std::int64_t>(mine, 1, kDefaultStages));
+    while (plan.stages > 2 &&
+           blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
+      --plan.stages;
+    }
   }
-  plan.stages = static_cast<int>(std::clamp<std::int64_t>(mine, 1, kDefaultStages));
-  const std::int64_t blocks = row_blocks * plan.cluster;
-  while (plan.stages > 2 &&
-         blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
-    --plan.stages;
-  }
+  // Pushed sums end a K split ~1.5 us sooner than two cluster barriers (H200), but the receive
+  // area must cost no stage and no residency. Where it cost a stage (4096 x 7168 at M = 64, 4 -> 3
+  // stages) the kernel ran 5-7 us slower, and where 33 clusters of 8 then fit 2 blocks per SM
+  // (2112 x 7168 at M = 32) 2 us slower. LOWBIT_GEMV_TMA_PUSH_SUMS=0 keeps the barriers.
+  const char* push = std::getenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
+  plan.push_sums = plan.cluster > 1 && !(push && push[0] == '0' && push[1] == 0) &&
+                   pushed_sums_fit(plan.stages, token_tiles, 0, plan.cluster, row_blocks,
+                                   sm_count);
   return plan;
 }
 
@@ -109,11 +151,23 @@ inline Plan stage_step_scales(Plan plan, std::int64_t n, std::int64_t k, int tok
   const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
   const std::int64_t bytes = mine * 4 * (8 * token_tiles + 1);
   if (mine < 1 || bytes > static_cast<std::int64_t>(kMaxStagedScaleBytes)) return plan;
-  const std::int64_t blocks = (n + kRows - 1) / kRows * plan.cluster;
-  const auto resident = [&](int scale_steps) {
-    return blocks <= std::int64_t{blocks_per_sm(plan.stages, token_tiles, scale_steps)} * sm_count;
+  const std::int64_t row_blocks = (n + kRows - 1) / kRows;
+  const std::int64_t blocks = row_blocks * plan.cluster;
+  const auto resident = [&](int scale_steps, bool push_sums) {
+    return push_sums ? pushed_sums_fit(plan.stages, token_tiles, scale_steps, plan.cluster,
+                                       row_blocks, sm_count)
+                     : blocks <= std::int64_t{blocks_per_sm(plan.stages, token_tiles,
+                                                            scale_steps)} *
+                                     sm_count;
   };
-  if (resident(static_cast<int>(mine)) || !resident(0)) plan.scale_steps = static_cast<int>(mine);
+  const int all = static_cast<int>(mine);
+  if (resident(all, plan.push_sums) || !resident(0, plan.push_sums)) {
+    plan.scale_steps = all;
+  } else if (plan.push_sums && resident(all, false)) {
+    // Both do not fit: staged scales are worth more (9-14% on o_proj; pushed sums ~0.5 us).
+    plan.scale_steps = all;
+    plan.push_sums = false;
+  }
   return plan;
 }
 
