@@ -67,11 +67,11 @@ inline int blocks_per_sm(int stages, int token_tiles, int scale_steps = 0, int c
 }
 
 // Clusters of `cluster` blocks resident at once, at the low end: a cluster's blocks share one
-// GPC, which has 16 or more SMs on an H100/H200 (132 SMs in 8 GPCs), so partly filled GPCs leave
-// room a per-SM count does not see.
+// GPC, so partly filled GPCs leave block slots a per-SM count does not see. On an H200 30
+// clusters of 4 and 15 of 8 fit at one block per SM (queried; 33 and 16.5 by the count), and at
+// two per SM 64 clusters of 4 and 33 of 8 ran in two waves: about 10% of the slots are lost.
 inline std::int64_t resident_clusters(int blocks_per_sm, int cluster, int sm_count) {
-  constexpr int kGpcSms = 16;
-  return std::int64_t{kGpcSms * blocks_per_sm / cluster} * (sm_count / kGpcSms);
+  return (std::int64_t{9} * blocks_per_sm * sm_count) / (std::int64_t{10} * cluster);
 }
 
 // Whether the leader's receive area for pushed sums keeps every cluster of the grid resident.
@@ -126,7 +126,7 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
   }
   // Pushed sums end a K split ~1.5 us sooner than two cluster barriers (H200), but the receive
   // area must cost no stage and no residency. Where it cost a stage (4096 x 7168 at M = 64, 4 -> 3
-  // stages) the kernel ran 5-7 us slower, and where 33 clusters of 8 then fit 2 blocks per SM
+  // stages) the kernel ran 5-7 us slower, and where it left 2 blocks per SM for 33 clusters of 8
   // (2112 x 7168 at M = 32) 2 us slower. LOWBIT_GEMV_TMA_PUSH_SUMS=0 keeps the barriers.
   const char* push = std::getenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
   plan.push_sums = plan.cluster > 1 && !(push && push[0] == '0' && push[1] == 0) &&
