@@ -76,6 +76,9 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
             row_blocks <= resident_clusters(blocks_per_sm(plan.stages, tiles, 0, plan.cluster),
                                             plan.cluster, sm_count);
         EXPECT_EQ(plan.push_sums, plan.cluster > 1 && push_fits);
+        // Without room for the area, into the leader's consumed ring where the sums fit it.
+        EXPECT_EQ(plan.push_into_ring, plan.cluster > 1 && !push_fits &&
+                                           sums_fit_ring(plan.stages, tiles, plan.cluster));
         if (plan.push_sums) {
           EXPECT_LE(blocks, std::int64_t{blocks_per_sm(plan.stages, tiles, 0, plan.cluster)} *
                                 sm_count);
@@ -92,6 +95,8 @@ TEST(GemvTmaPlan, PushedSumsWhereTheReceiveAreaFits) {
   // area would leave one block per SM for 256 blocks.
   for (int tiles : {1, 2, 4}) EXPECT_TRUE(choose_plan(4096, 7168, tiles, 132).push_sums);
   EXPECT_FALSE(choose_plan(4096, 7168, 8, 132).push_sums);
+  EXPECT_TRUE(choose_plan(4096, 7168, 8, 132).push_into_ring);  // 3 x 16 KB in a 64 KB ring
+  EXPECT_FALSE(choose_plan(2112, 7168, 8, 132).push_into_ring);  // 7 x 16 KB: barriers
   EXPECT_TRUE(choose_plan(576, 7168, 8, 132).push_sums);     // 9 row blocks x 8
   // 33 clusters of 8 at 32 tokens: 2 blocks per SM fit about 29 (measured: two waves).
   EXPECT_TRUE(choose_plan(2112, 7168, 2, 132).push_sums);
@@ -102,6 +107,7 @@ TEST(GemvTmaPlan, PushedSumsWhereTheReceiveAreaFits) {
   EXPECT_EQ(shared_bytes(4, 1, 0, 4) - shared_bytes(4, 1), 16 + 3 * partial_sum_bytes(1));
   setenv("LOWBIT_GEMV_TMA_PUSH_SUMS", "0", 1);
   EXPECT_FALSE(choose_plan(4096, 7168, 1, 132).push_sums);
+  EXPECT_FALSE(choose_plan(4096, 7168, 8, 132).push_into_ring);
   unsetenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
 }
 
@@ -157,8 +163,9 @@ TEST(GemvTmaPlan, StagedStepScalesFitAndKeepBlocksResident) {
                                 sm_count)
               << "staging cost the grid its residency";
         }
-        // Staging keeps the pushed sums unless both do not fit.
+        // Staging keeps the pushed sums unless both do not fit; then they go into the ring.
         EXPECT_TRUE(!plan.push_sums || plain.push_sums);
+        EXPECT_FALSE(plan.push_sums && plan.push_into_ring);
       }
     }
   }

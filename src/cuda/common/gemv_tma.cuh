@@ -297,13 +297,16 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   constexpr int kScaleSlot = kTokens + 1;
   std::uint64_t* scales_staged = full + kMaxStages;  // all threads' staged copies landed
   std::uint64_t* sums_arrived = full + kMaxStages + 1;  // the leader: the others' partial sums
-  float* step_scales = reinterpret_cast<float*>(full + kMaxStages + 2);
+  std::uint64_t* ring_consumed = full + kMaxStages + 2;  // the others: the leader's ring is free
+  float* step_scales = reinterpret_cast<float*>(full + kMaxStages + 3);
   const bool staged = Policy::kStepScales && plan.scale_steps > 0;
   // The leader's receive area: the partial sums of ranks 1..splits - 1, 16 bytes aligned.
   const int scale_slots = stages > plan.scale_steps ? stages : plan.scale_steps;
   const std::uint32_t received =
       (shared_address(step_scales + scale_slots * (8 * kTiles + 1)) + 15) & ~15u;
-  const bool push_sums = splits > 1 && plan.push_sums;
+  const bool into_ring = splits > 1 && plan.push_into_ring;
+  const bool push_sums = splits > 1 && (plan.push_sums || into_ring);
+  const std::uint32_t receive_area = into_ring ? ring : received;
   // Copies scale `slot_thread` of step `i` into `slot` (zeros for tokens >= M).
   auto copy_scale = [&](float* slot, int i, int slot_thread) {
     if constexpr (Policy::kStepScales) {
@@ -342,6 +345,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
       mbarrier_arrive_expect_bytes(sums_arrived, static_cast<std::uint32_t>(
                                                      (splits - 1) * partial_sum_bytes(kTiles)));
     }
+    if (into_ring && split != 0) mbarrier_init(ring_consumed, 1);  // the leader's arrival
     fence_barrier_init();
   }
   __syncthreads();
@@ -456,10 +460,15 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     // reads of the others' memory cost ~1.5 us after the last block's loop, H200.)
     cluster_wait_acquire();
     static_assert(kValues % 4 == 0, "sums travel as 16-byte vectors");
+    if (into_ring && split == 0) {  // every warp's wgmma has read the ring: the others may write
+      __syncthreads();
+      if (thread > 0 && thread < splits) mbarrier_arrive_release_in(ring_consumed, thread);
+    }
     if (split != 0) {
+      if (into_ring) mbarrier_wait_acquire_cluster(ring_consumed, 0);
       const std::uint32_t barrier = cluster_address(shared_address(sums_arrived), 0);
       const std::uint32_t slot = cluster_address(
-          received + static_cast<std::uint32_t>((split - 1) * partial_sum_bytes(kTiles)), 0);
+          receive_area + static_cast<std::uint32_t>((split - 1) * partial_sum_bytes(kTiles)), 0);
 #pragma unroll
       for (int q = 0; q < kValues / 4; ++q) {  // vector q of every thread, then q + 1
         const uint4 bits = {as_bits(acc[4 * q]), as_bits(acc[4 * q + 1]),
@@ -471,7 +480,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     mbarrier_wait_acquire_cluster(sums_arrived, 0);
     for (int rank = 1; rank < splits; ++rank) {
       const std::uint32_t slot =
-          received + static_cast<std::uint32_t>((rank - 1) * partial_sum_bytes(kTiles));
+          receive_area + static_cast<std::uint32_t>((rank - 1) * partial_sum_bytes(kTiles));
 #pragma unroll
       for (int q = 0; q < kValues / 4; ++q) {
         const uint4 bits = load_shared_uint4(slot + 16 * (q * 128 + thread));

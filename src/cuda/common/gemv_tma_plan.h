@@ -29,8 +29,8 @@ inline constexpr std::size_t partial_sum_bytes(int token_tiles) {
   return std::size_t{2048} * static_cast<std::size_t>(token_tiles);
 }
 
-// Stages, 1 KB of slack to align them for the swizzle, their barriers, the staged scales' one
-// and the partial sums' one, the step scales (8 T token scales and one weight scale per step):
+// Stages, 1 KB of slack to align them for the swizzle, their barriers, the staged scales' one,
+// the partial sums' one and the consumed ring's one, the step scales (8 T token scales and one weight scale per step):
 // one slot per stage, or one per step of the block when `scale_steps` are staged before the
 // loop, and, in a cluster of `cluster` blocks, 16 bytes of alignment and the leader's receive
 // area for the other blocks' partial sums (every block has it: one kernel, one size).
@@ -41,7 +41,7 @@ inline std::size_t shared_bytes(int stages, int token_tiles, int scale_steps = 0
       cluster > 1 ? 16 + static_cast<std::size_t>(cluster - 1) * partial_sum_bytes(token_tiles)
                   : 0;
   return static_cast<std::size_t>(stages) * stage_bytes(token_tiles) +
-         scale_slots * 4 * (8 * token_tiles + 1) + 1024 + 8 * (kMaxStages + 2) + received;
+         scale_slots * 4 * (8 * token_tiles + 1) + 1024 + 8 * (kMaxStages + 3) + received;
 }
 
 struct Plan {
@@ -50,9 +50,11 @@ struct Plan {
   // Per-step scales (block scaling): 0 copies each step's with its operands into its stage;
   // otherwise every block stages this many steps' scales (all of its own) before its loop.
   int scale_steps = 0;
-  // K split: the other blocks push their sums into the leader's receive area (false: they keep
-  // them in their own ring and the leader reads them between two cluster barriers).
+  // K split: the other blocks push their sums into the leader's receive area; or, without one,
+  // into the leader's ring once it has consumed it (push_into_ring); else (both false) they keep
+  // them in their own ring and the leader reads them between two cluster barriers.
   bool push_sums = false;
+  bool push_into_ring = false;
   // The cluster size that shared_bytes() sizes the leader's receive area for.
   int receiving_cluster() const { return push_sums ? cluster : 1; }
 };
@@ -80,6 +82,12 @@ inline bool pushed_sums_fit(int stages, int token_tiles, int scale_steps, int cl
   return row_blocks <= resident_clusters(
                            blocks_per_sm(stages, token_tiles, scale_steps, cluster), cluster,
                            sm_count);
+}
+
+// Whether the other blocks' sums fit the leader's ring (the stages it has consumed).
+inline bool sums_fit_ring(int stages, int token_tiles, int cluster) {
+  return static_cast<std::size_t>(cluster - 1) * partial_sum_bytes(token_tiles) <=
+         static_cast<std::size_t>(stages) * stage_bytes(token_tiles);
 }
 
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
@@ -128,10 +136,14 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
   // area must cost no stage and no residency. Where it cost a stage (4096 x 7168 at M = 64, 4 -> 3
   // stages) the kernel ran 5-7 us slower, and where it left 2 blocks per SM for 33 clusters of 8
   // (2112 x 7168 at M = 32) 2 us slower. LOWBIT_GEMV_TMA_PUSH_SUMS=0 keeps the barriers.
+  // Without room for that area the sums go into the leader's ring after it signals it consumed:
+  // one more hop, no memory.
   const char* push = std::getenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
-  plan.push_sums = plan.cluster > 1 && !(push && push[0] == '0' && push[1] == 0) &&
-                   pushed_sums_fit(plan.stages, token_tiles, 0, plan.cluster, row_blocks,
-                                   sm_count);
+  const bool may_push = plan.cluster > 1 && !(push && push[0] == '0' && push[1] == 0);
+  plan.push_sums = may_push && pushed_sums_fit(plan.stages, token_tiles, 0, plan.cluster,
+                                               row_blocks, sm_count);
+  plan.push_into_ring =
+      may_push && !plan.push_sums && sums_fit_ring(plan.stages, token_tiles, plan.cluster);
   return plan;
 }
 
@@ -167,6 +179,7 @@ inline Plan stage_step_scales(Plan plan, std::int64_t n, std::int64_t k, int tok
     // Both do not fit: staged scales are worth more (9-14% on o_proj; pushed sums ~0.5 us).
     plan.scale_steps = all;
     plan.push_sums = false;
+    plan.push_into_ring = sums_fit_ring(plan.stages, token_tiles, plan.cluster);
   }
   return plan;
 }
