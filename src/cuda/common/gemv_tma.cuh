@@ -12,9 +12,9 @@
 //
 // Roles: a block is one warpgroup (128 threads) owning 64 weight rows; thread 0 also issues the
 // copies. K is split over the blocks of a cluster (split p takes the p-th contiguous range of
-// steps); the other blocks push their sums into the leader's shared memory (or, where its receive
-// area does not fit, the leader reads theirs between two cluster barriers) and it adds them in
-// rank order, so the result does not depend on timing and there is no workspace. The split is
+// steps); the other blocks push their sums into the leader's shared memory (a receive area, or
+// its ring once consumed; where neither fits, the leader reads theirs between two cluster
+// barriers) and it adds them in rank order, so the result does not depend on timing and there is no workspace. The split is
 // the smallest that gives enough blocks to keep HBM busy, all resident at once (choose_plan).
 //
 // fp8: each step's tensor-core sum (accumulated by wgmma from zero) is added to fp32 registers,
