@@ -14,8 +14,9 @@
 // copies. K is split over the blocks of a cluster (split p takes the p-th contiguous range of
 // steps); the other blocks push their sums into the leader's shared memory (a receive area, or
 // its ring once consumed; where neither fits, the leader reads theirs between two cluster
-// barriers) and it adds them in rank order, so the result does not depend on timing and there is no workspace. The split is
-// the smallest that gives enough blocks to keep HBM busy, all resident at once (choose_plan).
+// barriers) and it adds them in rank order, so the result does not depend on timing and there
+// is no workspace. The split is the smallest that gives enough blocks to keep HBM busy, all
+// resident at once (choose_plan).
 //
 // fp8: each step's tensor-core sum (accumulated by wgmma from zero) is added to fp32 registers,
 // optionally times a per-step scale (DeepSeek-V3 block scaling); int8 accumulates in the
@@ -305,7 +306,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   const std::uint32_t received =
       (shared_address(step_scales + scale_slots * (8 * kTiles + 1)) + 15) & ~15u;
   const bool into_ring = splits > 1 && plan.push_into_ring;
-  const bool push_sums = splits > 1 && (plan.push_sums || into_ring);
+  const bool sums_pushed = splits > 1 && (plan.push_sums || into_ring);
   const std::uint32_t receive_area = into_ring ? ring : received;
   // Copies scale `slot_thread` of step `i` into `slot` (zeros for tokens >= M).
   auto copy_scale = [&](float* slot, int i, int slot_thread) {
@@ -340,7 +341,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     const int arrivals = Policy::kStepScales && !staged ? 1 + kScaleSlot : 1;
     for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], arrivals);
     if (staged) mbarrier_init(scales_staged, 128);
-    if (push_sums && split == 0) {  // one arrival (here) and the others' bytes
+    if (sums_pushed && split == 0) {  // one arrival (here) and the others' bytes
       mbarrier_init(sums_arrived, 1);
       mbarrier_arrive_expect_bytes(sums_arrived, static_cast<std::uint32_t>(
                                                      (splits - 1) * partial_sum_bytes(kTiles)));
@@ -350,7 +351,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   }
   __syncthreads();
   // Nobody may push into the leader before its barrier exists: arrive now, wait after the loop.
-  if (push_sums) cluster_arrive_release();
+  if (sums_pushed) cluster_arrive_release();
   // Step i of this block into stage i % stages (thread 0): its weights, then its tokens.
   auto request_weights = [&](int i) {
     const int s = i % stages;
@@ -454,10 +455,11 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   }
 
   if (!kEarlyTrigger) allow_dependent_launch();
-  if (push_sums) {
-    // The others push their sums into the leader's receive area and are done; the leader waits
-    // for their bytes and adds them in rank order. (Two cluster barriers around the leader's
-    // reads of the others' memory cost ~1.5 us after the last block's loop, H200.)
+  if (sums_pushed) {
+    // The others push their sums into the leader's receive area (or into its ring, once it says
+    // every warp has read it) and are done; the leader waits for their bytes and adds them in
+    // rank order. (Two cluster barriers around the leader's reads of the others' memory cost
+    // ~1.5 us after the last block's loop, H200.)
     cluster_wait_acquire();
     static_assert(kValues % 4 == 0, "sums travel as 16-byte vectors");
     if (into_ring && split == 0) {  // every warp's wgmma has read the ring: the others may write

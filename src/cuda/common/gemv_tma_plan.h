@@ -30,10 +30,11 @@ inline constexpr std::size_t partial_sum_bytes(int token_tiles) {
 }
 
 // Stages, 1 KB of slack to align them for the swizzle, their barriers, the staged scales' one,
-// the partial sums' one and the consumed ring's one, the step scales (8 T token scales and one weight scale per step):
-// one slot per stage, or one per step of the block when `scale_steps` are staged before the
-// loop, and, in a cluster of `cluster` blocks, 16 bytes of alignment and the leader's receive
-// area for the other blocks' partial sums (every block has it: one kernel, one size).
+// the partial sums' one and the consumed ring's one, the step scales (8 T token scales and one
+// weight scale per step): one slot per stage, or one per step of the block when `scale_steps`
+// are staged before the loop, and, in a cluster of `cluster` blocks, 16 bytes of alignment and
+// the leader's receive area for the other blocks' partial sums (every block has it: one kernel,
+// one size).
 inline std::size_t shared_bytes(int stages, int token_tiles, int scale_steps = 0,
                                 int cluster = 1) {
   const std::size_t scale_slots = static_cast<std::size_t>(std::max(stages, scale_steps));
