@@ -39,16 +39,6 @@ __device__ __forceinline__ void store_in_cluster(std::uint32_t remote, float a, 
                : "memory");
 }
 
-// Four floats from this block's shared memory at `local`.
-__device__ __forceinline__ float4 load_shared_float4(std::uint32_t local) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(local)
-               : "memory");
-  return v;
-}
-
 // One arrival on the barrier at `barrier`'s offset in block `rank` that releases this thread's
 // earlier stores to the cluster: a waiter with mbarrier_wait_acquire_cluster sees them.
 __device__ __forceinline__ void mbarrier_arrive_release_in(std::uint64_t* barrier,
@@ -96,6 +86,13 @@ __device__ __forceinline__ uint4 load_shared_uint4(std::uint32_t local) {
                : "r"(local)
                : "memory");
   return v;
+}
+
+// Four floats from this block's shared memory at `local`.
+__device__ __forceinline__ float4 load_shared_float4(std::uint32_t local) {
+  const uint4 v = load_shared_uint4(local);
+  return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z),
+                     __uint_as_float(v.w));
 }
 
 // The cluster barrier split in two: every thread of the cluster arrives (releasing its earlier
