@@ -406,6 +406,19 @@ TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {
   gemv_case(one_expert, false, 40);
 }
 
+TEST(Nvfp4GemvGpu, KNotAMultipleOf256) {
+  // Chunk counts (K / 64) that no window or K split divides: gate_up K = 23 and 17 chunks (4
+  // warps split K, unequal shares), down K = 7 (one warp per tile, a short last window) and 2
+  // (fewer chunks than the window); 1 and 9 tokens (one and two token groups).
+  const Model models[] = {{"k-tails-a", 4, 1472, 448, 2},
+                          {"k-tails-b", 4, 1088, 128, 2}};
+  for (const Model& m : models) {
+    for (bool gate_up : {true, false}) {
+      for (std::int64_t tokens : {1, 9}) gemv_case(m, gate_up, tokens);
+    }
+  }
+}
+
 // The small MoE of the routing tests: 16 experts of 256 x 512 in GEMV layout on the host, 6 tokens,
 // 4 slots, 8 output rows.
 constexpr std::int64_t kExperts = 16, kRows = 256, kCols = 512, kTokens = 6;
