@@ -118,6 +118,51 @@ TEST(GemvTmaPlan, TrimsTheSplitToBlocksThatGetSteps) {
   EXPECT_EQ(choose_plan(64, 16 * 128, 1, 132).cluster, 8);  // 16 steps: 8 blocks of 2
 }
 
+// Asked for under programmatic dependent launch, one token tile: the deepest ring that keeps
+// every block (cluster) resident, where a block has >= 12 steps; elsewhere the stream's plan.
+TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  unsetenv("LOWBIT_GEMV_TMA_DEEP_RING");
+  for (int sm_count : {132, 78}) {
+    for (const Shape& s : kShapes) {
+      for (int tiles : {1, 2, 4, 8}) {
+        const Plan stream = choose_plan(s.n, s.k, tiles, sm_count);
+        const Plan dependent = choose_plan(s.n, s.k, tiles, sm_count, true);
+        SCOPED_TRACE(::testing::Message() << "N=" << s.n << " K=" << s.k << " tiles=" << tiles
+                                          << " SMs=" << sm_count);
+        EXPECT_EQ(dependent.cluster, stream.cluster);
+        const std::int64_t row_blocks = (s.n + kRows - 1) / kRows;
+        const std::int64_t steps = (s.k + kStepK - 1) / kStepK;
+        const std::int64_t mine = (steps + stream.cluster - 1) / stream.cluster;
+        if (tiles > 1 || mine < kDeepRingMinSteps) {
+          EXPECT_EQ(dependent.stages, stream.stages);
+          continue;
+        }
+        EXPECT_GE(dependent.stages, stream.stages);
+        EXPECT_LE(dependent.stages, kMaxStages);
+        if (dependent.stages > stream.stages) {  // resident with the receive area counted
+          const int per_sm = blocks_per_sm(dependent.stages, tiles, 0, dependent.cluster);
+          if (dependent.cluster == 1) {
+            EXPECT_LE(row_blocks, std::int64_t{per_sm} * sm_count);
+          } else {
+            EXPECT_LE(row_blocks, resident_clusters(per_sm, dependent.cluster, sm_count));
+          }
+        }
+      }
+    }
+  }
+  // H200, M = 1 (docs/perf/block_gemm.md): o_proj and q_b 8 stages, gate_up 7 (8 would leave
+  // clusters of 4 for a second wave), down (8 steps per block) and kv_a (7) unchanged.
+  EXPECT_EQ(choose_plan(7168, 16384, 1, 132, true).stages, 8);
+  EXPECT_EQ(choose_plan(24576, 1536, 1, 132, true).stages, 8);
+  EXPECT_EQ(choose_plan(4096, 7168, 1, 132, true).stages, 7);
+  EXPECT_EQ(choose_plan(7168, 2048, 1, 132, true).stages, kDefaultStages);
+  EXPECT_EQ(choose_plan(576, 7168, 1, 132, true).stages, kDefaultStages);
+  setenv("LOWBIT_GEMV_TMA_DEEP_RING", "0", 1);
+  EXPECT_EQ(choose_plan(7168, 16384, 1, 132, true).stages, kDefaultStages);
+  unsetenv("LOWBIT_GEMV_TMA_DEEP_RING");
+}
+
 TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {
   setenv("LOWBIT_GEMV_TMA_PLAN", "8x2", 1);
   Plan plan = choose_plan(18432, 7168, 1, 132);

@@ -47,8 +47,9 @@ cudaError_t launch_tiles(const BlockFp8GemmProblem& p, cudaStream_t stream) {
   if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles)) {
     return cudaErrorInvalidValue;
   }
-  params.plan = gemv_tma::stage_step_scales(gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count),
-                                            p.n, p.k, kTiles, p.sm_count);
+  params.plan = gemv_tma::stage_step_scales(
+      gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count, p.dependent_launch), p.n, p.k, kTiles,
+      p.sm_count);
   return gemv_tma::launch(block_fp8_gemv_tma_kernel<Out, kTiles>, params, p.n, kTiles,
                           params.plan, p.dependent_launch, stream);
 }

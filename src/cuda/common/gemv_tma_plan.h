@@ -97,7 +97,17 @@ inline bool sums_fit_ring(int stages, int token_tiles, int cluster) {
 // fixed costs (start, ring fill, cluster sum). So: the smallest K split (1, 2, 4 or 8 blocks,
 // doubling while below K's steps) giving >= 1.5 blocks per SM, less any block its ranges would
 // leave idle; a ring of up to 4 stages, shallower when that keeps every block resident.
-inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count) {
+//
+// Under programmatic dependent launch a block requests its ring's weights before it waits for
+// the previous kernel, so a deeper ring starts more of the stream early. With
+// `deep_ring_for_dependent_launch` (block_fp8_mm's launches under PDL): at one token tile, where
+// a block has at least kDeepRingMinSteps steps, up to kMaxStages stages that keep every block
+// (every cluster) resident. scaled_mm does not ask: there it measured 0.4-1.5 us slower on two of
+// four weights (docs/perf/block_gemm.md, "Deeper rings under PDL").
+inline constexpr int kDeepRingMinSteps = 12;
+
+inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count,
+                        bool deep_ring_for_dependent_launch = false) {
   const std::int64_t row_blocks = (n + kRows - 1) / kRows;
   const std::int64_t steps = (k + kStepK - 1) / kStepK;
   // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
@@ -131,6 +141,24 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
     while (plan.stages > 2 &&
            blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
       --plan.stages;
+    }
+    // Measured on an H200, block_fp8_mm under graph + PDL at M = 1 (docs/perf/block_gemm.md,
+    // "Deeper rings under PDL"): 7-8 stages gained 0.2-1.6 us on the weights whose blocks have
+    // 12-64 steps; 8 lost where they would hold all of a block's 7-8 steps, and on a stream
+    // deeper rings gained nothing. LOWBIT_GEMV_TMA_DEEP_RING=0 keeps the stream's ring.
+    const char* deep = std::getenv("LOWBIT_GEMV_TMA_DEEP_RING");
+    const bool may_deepen = !(deep && deep[0] == '0' && deep[1] == 0);
+    if (may_deepen && deep_ring_for_dependent_launch && token_tiles == 1 &&
+        mine >= kDeepRingMinSteps) {
+      const auto resident = [&](int stages) {
+        const int per_sm = blocks_per_sm(stages, token_tiles, 0, plan.cluster);
+        return plan.cluster == 1
+                   ? blocks <= std::int64_t{per_sm} * sm_count
+                   : row_blocks <= resident_clusters(per_sm, plan.cluster, sm_count);
+      };
+      int stages = kMaxStages;
+      while (stages > plan.stages && !resident(stages)) --stages;
+      plan.stages = stages;
     }
   }
   // Pushed sums end a K split ~1.5 us sooner than two cluster barriers (H200), but the receive
