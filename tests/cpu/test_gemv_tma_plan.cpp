@@ -118,8 +118,8 @@ TEST(GemvTmaPlan, TrimsTheSplitToBlocksThatGetSteps) {
   EXPECT_EQ(choose_plan(64, 16 * 128, 1, 132).cluster, 8);  // 16 steps: 8 blocks of 2
 }
 
-// Asked for under programmatic dependent launch, one token tile: the deepest ring that keeps
-// every block (cluster) resident, where a block has >= 12 steps; elsewhere the stream's plan.
+// Asked for under programmatic dependent launch, up to 4 token tiles: the deepest ring that
+// keeps every block (cluster) resident, where a block has >= 12 steps; elsewhere the stream's.
 TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
   unsetenv("LOWBIT_GEMV_TMA_DEEP_RING");
@@ -134,7 +134,7 @@ TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
         const std::int64_t row_blocks = (s.n + kRows - 1) / kRows;
         const std::int64_t steps = (s.k + kStepK - 1) / kStepK;
         const std::int64_t mine = (steps + stream.cluster - 1) / stream.cluster;
-        if (tiles > 1 || mine < kDeepRingMinSteps) {
+        if (tiles > kDeepRingMaxTokenTiles || mine < kDeepRingMinSteps) {
           EXPECT_EQ(dependent.stages, stream.stages);
           continue;
         }
@@ -151,11 +151,17 @@ TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
       }
     }
   }
-  // H200, M = 1 (docs/perf/block_gemm.md): o_proj and q_b 8 stages, gate_up 7 (8 would leave
-  // clusters of 4 for a second wave), down (8 steps per block) and kv_a (7) unchanged.
+  // H200 (docs/perf/block_gemm.md): o_proj 8 stages up to M = 32; q_b 8, 7, 6 at M = 1, 16,
+  // 32; gate_up 7 and 6 at M = 1 and 16 (8 would leave clusters of 4 for a second wave), 4 at
+  // M = 32; down (8 steps per block) and kv_a (7) unchanged; no change at M = 64.
   EXPECT_EQ(choose_plan(7168, 16384, 1, 132, true).stages, 8);
+  EXPECT_EQ(choose_plan(7168, 16384, 4, 132, true).stages, 8);
   EXPECT_EQ(choose_plan(24576, 1536, 1, 132, true).stages, 8);
+  EXPECT_EQ(choose_plan(24576, 1536, 2, 132, true).stages, 7);
+  EXPECT_EQ(choose_plan(24576, 1536, 4, 132, true).stages, 6);
+  EXPECT_EQ(choose_plan(24576, 1536, 8, 132, true).stages, kDefaultStages);
   EXPECT_EQ(choose_plan(4096, 7168, 1, 132, true).stages, 7);
+  EXPECT_EQ(choose_plan(4096, 7168, 2, 132, true).stages, 6);
   EXPECT_EQ(choose_plan(7168, 2048, 1, 132, true).stages, kDefaultStages);
   EXPECT_EQ(choose_plan(576, 7168, 1, 132, true).stages, kDefaultStages);
   setenv("LOWBIT_GEMV_TMA_DEEP_RING", "0", 1);

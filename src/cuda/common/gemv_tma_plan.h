@@ -100,11 +100,13 @@ inline bool sums_fit_ring(int stages, int token_tiles, int cluster) {
 //
 // Under programmatic dependent launch a block requests its ring's weights before it waits for
 // the previous kernel, so a deeper ring starts more of the stream early. With
-// `deep_ring_for_dependent_launch` (block_fp8_mm's launches under PDL): at one token tile, where
-// a block has at least kDeepRingMinSteps steps, up to kMaxStages stages that keep every block
-// (every cluster) resident. scaled_mm does not ask: there it measured 0.4-1.5 us slower on two of
-// four weights (docs/perf/block_gemm.md, "Deeper rings under PDL").
+// `deep_ring_for_dependent_launch` (block_fp8_mm's launches under PDL): at up to 4 token tiles
+// (M <= 32), where a block has at least kDeepRingMinSteps steps, up to kMaxStages stages that
+// keep every block (every cluster) resident. scaled_mm does not ask: there it measured 0.4-1.5
+// us slower on two of four weights at M = 1 (docs/perf/block_gemm.md, "Deeper rings under
+// PDL").
 inline constexpr int kDeepRingMinSteps = 12;
+inline constexpr int kDeepRingMaxTokenTiles = 4;
 
 inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count,
                         bool deep_ring_for_dependent_launch = false) {
@@ -142,13 +144,14 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
            blocks > std::int64_t{blocks_per_sm(plan.stages, token_tiles)} * sm_count) {
       --plan.stages;
     }
-    // Measured on an H200, block_fp8_mm under graph + PDL at M = 1 (docs/perf/block_gemm.md,
-    // "Deeper rings under PDL"): 7-8 stages gained 0.2-1.6 us on the weights whose blocks have
-    // 12-64 steps; 8 lost where they would hold all of a block's 7-8 steps, and on a stream
-    // deeper rings gained nothing. LOWBIT_GEMV_TMA_DEEP_RING=0 keeps the stream's ring.
+    // Measured on an H200, block_fp8_mm under graph + PDL (docs/perf/block_gemm.md, "Deeper
+    // rings under PDL"): on the weights whose blocks have 12-64 steps, 0.2-1.6 us gained at
+    // M = 1, 1.1-2.1 us at M = 16, 0-0.3 us at M = 32; 8 stages lost where they would hold all
+    // of a block's 7-8 steps, and on a stream deeper rings gained nothing.
+    // LOWBIT_GEMV_TMA_DEEP_RING=0 keeps the stream's ring.
     const char* deep = std::getenv("LOWBIT_GEMV_TMA_DEEP_RING");
     const bool may_deepen = !(deep && deep[0] == '0' && deep[1] == 0);
-    if (may_deepen && deep_ring_for_dependent_launch && token_tiles == 1 &&
+    if (may_deepen && deep_ring_for_dependent_launch && token_tiles <= kDeepRingMaxTokenTiles &&
         mine >= kDeepRingMinSteps) {
       const auto resident = [&](int stages) {
         const int per_sm = blocks_per_sm(stages, token_tiles, 0, plan.cluster);
