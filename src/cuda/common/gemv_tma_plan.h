@@ -91,6 +91,12 @@ inline bool sums_fit_ring(int stages, int token_tiles, int cluster) {
          static_cast<std::size_t>(stages) * stage_bytes(token_tiles);
 }
 
+// Whether the tuning switch `name` is set to "0" (the measured default turned off).
+inline bool switched_off(const char* name) {
+  const char* text = std::getenv(name);
+  return text != nullptr && text[0] == '0' && text[1] == 0;
+}
+
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
 // at once with the same work, and that there are enough blocks to keep HBM busy; the weight
 // stream is shared, so blocks per SM need not be even, and more, smaller blocks lose to their
@@ -149,15 +155,12 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
     // M = 1, 1.1-2.1 us at M = 16, 0-0.3 us at M = 32; 8 stages lost where they would hold all
     // of a block's 7-8 steps, and on a stream deeper rings gained nothing.
     // LOWBIT_GEMV_TMA_DEEP_RING=0 keeps the stream's ring.
-    const char* deep = std::getenv("LOWBIT_GEMV_TMA_DEEP_RING");
-    const bool may_deepen = !(deep && deep[0] == '0' && deep[1] == 0);
-    if (may_deepen && deep_ring_for_dependent_launch && token_tiles <= kDeepRingMaxTokenTiles &&
-        mine >= kDeepRingMinSteps) {
-      const auto resident = [&](int stages) {
-        const int per_sm = blocks_per_sm(stages, token_tiles, 0, plan.cluster);
+    if (deep_ring_for_dependent_launch && token_tiles <= kDeepRingMaxTokenTiles &&
+        mine >= kDeepRingMinSteps && !switched_off("LOWBIT_GEMV_TMA_DEEP_RING")) {
+      const auto resident = [&](int stages) {  // clusters: with the receive area counted
         return plan.cluster == 1
-                   ? blocks <= std::int64_t{per_sm} * sm_count
-                   : row_blocks <= resident_clusters(per_sm, plan.cluster, sm_count);
+                   ? blocks <= std::int64_t{blocks_per_sm(stages, token_tiles)} * sm_count
+                   : pushed_sums_fit(stages, token_tiles, 0, plan.cluster, row_blocks, sm_count);
       };
       int stages = kMaxStages;
       while (stages > plan.stages && !resident(stages)) --stages;
@@ -170,8 +173,7 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
   // (2112 x 7168 at M = 32) 2 us slower. LOWBIT_GEMV_TMA_PUSH_SUMS=0 keeps the barriers.
   // Without room for that area the sums go into the leader's ring after it signals it consumed:
   // one more hop, no memory.
-  const char* push = std::getenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
-  const bool may_push = plan.cluster > 1 && !(push && push[0] == '0' && push[1] == 0);
+  const bool may_push = plan.cluster > 1 && !switched_off("LOWBIT_GEMV_TMA_PUSH_SUMS");
   plan.push_sums = may_push && pushed_sums_fit(plan.stages, token_tiles, 0, plan.cluster,
                                                row_blocks, sm_count);
   plan.push_into_ring =
@@ -188,9 +190,7 @@ inline constexpr std::size_t kMaxStagedScaleBytes = 40 * 1024;
 inline Plan stage_step_scales(Plan plan, std::int64_t n, std::int64_t k, int token_tiles,
                               int sm_count) {
   plan.scale_steps = 0;
-  if (const char* text = std::getenv("LOWBIT_GEMV_TMA_STAGED_SCALES")) {
-    if (text[0] == '0' && text[1] == 0) return plan;
-  }
+  if (switched_off("LOWBIT_GEMV_TMA_STAGED_SCALES")) return plan;
   const std::int64_t steps = (k + kStepK - 1) / kStepK;
   const std::int64_t mine = (steps + plan.cluster - 1) / plan.cluster;
   const std::int64_t bytes = mine * 4 * (8 * token_tiles + 1);
