@@ -128,7 +128,13 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
       if (unit_ends && more) {
         UnitWalker walk = st.walk;
         walk.next(p);
-        unit_start_addresses<kSparse>(p, walk.rows(p), walk.tile, next, x_next[0]);
+        const SlotRows rows = walk.rows(p);
+        next = tile_address<kSparse>(p, rows.expert_ok ? rows.expert : 0, walk.tile);
+        // Units of one slot and pass share their token rows, so only a new slot or pass reads
+        // the token list (its round trip held up the next round's start at every unit).
+        x_next[0] = walk.slot == st.walk.slot && walk.pass == st.walk.pass
+                        ? x_cursor[0] - k * kUnroll * 64
+                        : x_row_of<kSparse>(p, rows, lane / 4);
         __syncwarp();
         if (lane == 0) st.walk = walk;
       }

@@ -171,13 +171,15 @@ struct SlotInfo {
   int passes;  // of 8 tokens
 };
 
+// The expert and the token offsets are read together, one memory round trip before the weights
+// can be requested instead of two (an idle slot's offsets are read and ignored: the list has
+// slots + 1 entries).
 __device__ __forceinline__ SlotInfo slot_info(const Nvfp4GemvParams& p, std::int64_t slot) {
-  SlotInfo info{p.expert_ids ? p.expert_ids[slot] : 0, 0, 0, 0};
-  if (info.expert < 0) return info;
-  info.begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
-  info.end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
-  info.passes = (max(info.end - info.begin, 0) + 7) / 8;
-  return info;
+  const int expert = p.expert_ids ? p.expert_ids[slot] : 0;
+  const int begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
+  const int end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
+  if (expert < 0) return SlotInfo{expert, 0, 0, 0};
+  return SlotInfo{expert, begin, end, (max(end - begin, 0) + 7) / 8};
 }
 
 __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
