@@ -31,10 +31,16 @@ class DeviceBuffer {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
 
+  // upload and fill_byte wait for the device: a copy from pageable memory and a memset may
+  // still be running when they return, and a kernel launched next on a non-blocking stream
+  // (the graph tests) does not wait for the legacy stream they ran on. Without the wait,
+  // TokenTensorQuantGpu.DynamicPerTensorInACudaGraph failed once on an H200 (output bytes
+  // differed, scale equal), as if its kernels had read input still being copied.
   template <typename T>
   void upload(const std::vector<T>& host) const {
     EXPECT_EQ(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
               cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   template <typename T>
   std::vector<T> download() const {
@@ -45,6 +51,7 @@ class DeviceBuffer {
   }
   void fill_byte(std::uint8_t value) const {
     EXPECT_EQ(cudaMemset(data_, value, bytes_), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
 
  private:
