@@ -56,11 +56,12 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   if (tile_ok && s.expert_ok && my_chunks > 0 && p.tokens > 0) {
     // Rolling window: kUnroll chunks of weights in flight, so the stream does not drain while
     // the warp computes. The cursors sit at the chunk of window slot 0 of the current round.
-    // NOTE: ptxas issues a round's refills together after the round's last mma and waits for
-    // all of them when the next round starts (about a fifth of the stall samples); every way
-    // around it measured (per-lane or bulk L2 prefetch, cp.async or bulk-copy rings in shared
-    // memory, per warp or per block with a producer thread) cost more than it saved, and two
-    // rounds per iteration (half the waits) gained nothing (docs/perf/nvfp4_gemv.md).
+    // NOTE: ptxas issues a round's refills together after the round's last mma, on one
+    // scoreboard, and waits for all of them when the next round starts (a third of gate_up's
+    // warp time at M = 1, ncu on H200); every way around it measured (per-lane or bulk L2
+    // prefetch, cp.async or bulk-copy rings in shared memory, per warp or per block with a
+    // producer thread) cost more than it saved, and two rounds per iteration (half the waits)
+    // gained nothing (docs/perf/nvfp4_gemv.md).
     TileAddress cursor = at;
     cursor.advance<kSparse>(k_warp);
     const std::uint16_t* x_cursor[kTokenGroups];
