@@ -54,14 +54,15 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   const int my_chunks = (chunks - k_warp + kWarpsPerTile - 1) / kWarpsPerTile;
   // No tokens at all (every output NaN): x may hold no row 0 to read.
   if (tile_ok && s.expert_ok && my_chunks > 0 && p.tokens > 0) {
-    // Rolling window: kUnroll chunks of weights in flight, so the stream does not drain while
-    // the warp computes. The cursors sit at the chunk of window slot 0 of the current round.
-    // NOTE: ptxas issues a round's refills together after the round's last mma, on one
-    // scoreboard, and waits for all of them when the next round starts (a third of gate_up's
-    // warp time at M = 1, ncu on H200); every way around it measured (per-lane or bulk L2
-    // prefetch, cp.async or bulk-copy rings in shared memory, per warp or per block with a
-    // producer thread) cost more than it saved, and two rounds per iteration (half the waits)
-    // gained nothing (docs/perf/nvfp4_gemv.md).
+    // Window of kUnroll chunks, so the stream does not drain while the warp computes. The
+    // cursors sit at the chunk of window slot 0 of the current round.
+    // One token group with a window of 8: two halves in turn (start_half); chunk i
+    // uses slot i % kUnroll. Otherwise a rolling window: each slot refilled right after use.
+    // NOTE: in the rolling window ptxas issues a round's refills together at its end, on one
+    // scoreboard, and the next round waits for all of them (a third of gate_up's warp time at
+    // M = 1 on H200); the halves cut gate_up M = 1 by 5-6% (docs/perf/nvfp4_gemv.md).
+    constexpr bool kHalves = kTokenGroups == 1 && kUnroll == 8;
+    constexpr int kHalf = kUnroll / 2;
     TileAddress cursor = at;
     cursor.advance<kSparse>(k_warp);
     const std::uint16_t* x_cursor[kTokenGroups];
@@ -69,7 +70,7 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     for (int n = 0; n < kTokenGroups; ++n) x_cursor[n] = x_row[n] + k_warp * 64;
     ChunkWeights<kSparse> w[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < (kHalves ? kHalf : kUnroll); ++u) {
       if (u < my_chunks) w[u] = load_chunk<kSparse>(cursor, u * kWarpsPerTile);
     }
     // One token group loads its activations a chunk ahead (2 or 4 chunks measured at most 4%
@@ -78,42 +79,77 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     constexpr bool kAhead = kTokenGroups == 1;
     std::uint32_t x[kTokenGroups][8];
     if constexpr (kAhead) load_activations<kSparse>(x_cursor, 0, x);
-    // Chunk i = first + u uses window slot u, then refills it with chunk i + kUnroll (x with
-    // chunk i + 1): no register copies of the slots.
-    auto chunk_step = [&](int u, int i, bool check_refills) {
-      if constexpr (!kAhead) load_activations<kSparse>(x_cursor, u * kWarpsPerTile, x);
-      multiply_step<0>(w[u], tables, x, acc);
-      multiply_step<1>(w[u], tables, x, acc);
-      if constexpr (!kSparse) {  // 2:4: two 32-deep sparse steps cover the chunk
-        multiply_step<2>(w[u], tables, x, acc);
-        multiply_step<3>(w[u], tables, x, acc);
-      }
-      if (!check_refills || i + kUnroll < my_chunks) {
-        w[u] = load_chunk<kSparse>(cursor, (u + kUnroll) * kWarpsPerTile);
-      }
-      if (kAhead && (!check_refills || i + 1 < my_chunks)) {
-        load_activations<kSparse>(x_cursor, (u + 1) * kWarpsPerTile, x);
-      }
-    };
     auto next_round = [&] {
       cursor.advance<kSparse>(kUnroll * kWarpsPerTile);
 #pragma unroll
       for (int n = 0; n < kTokenGroups; ++n) x_cursor[n] += kUnroll * kWarpsPerTile * 64;
     };
-    // Steady state: every refill is in range, so no per-chunk checks; then the last chunks.
-    int first = 0;
-    for (; first + 2 * kUnroll <= my_chunks; first += kUnroll) {
+    if constexpr (kHalves) {
+      // Half h of the round at chunk `first`: requests the next chunks of the other half.
+      auto half = [&](int h, int first, bool check) {
+        std::uint32_t step0[4];
+        start_half(w[h * kHalf], tables, step0, [&] {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) chunk_step(u, first + u, false);
-      next_round();
-    }
-    for (; first < my_chunks; first += kUnroll) {
+          for (int v = 0; v < kHalf; ++v) {
+            const int chunk = (h + 1) * kHalf + v;
+            if (!check || first + chunk < my_chunks) {
+              w[(1 - h) * kHalf + v] = load_chunk<kSparse>(cursor, chunk * kWarpsPerTile);
+            }
+          }
+        });
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (first + u >= my_chunks) break;
-        chunk_step(u, first + u, true);
+        for (int v = 0; v < kHalf; ++v) {
+          const int u = h * kHalf + v, i = first + u;
+          if (check && i >= my_chunks) break;
+          if (v == 0) {
+            multiply_chunk(step0, w[u], tables, x, acc);
+          } else {
+            multiply_chunk(w[u], tables, x, acc);
+          }
+          if (!check || i + 1 < my_chunks) {
+            load_activations<kSparse>(x_cursor, (u + 1) * kWarpsPerTile, x);
+          }
+        }
+      };
+      // Steady state: every request is in range, so no per-chunk checks; then the last chunks.
+      int first = 0;
+      for (; first + kUnroll + kHalf <= my_chunks; first += kUnroll) {
+        half(0, first, false);
+        half(1, first, false);
+        next_round();
       }
-      next_round();
+      for (; first < my_chunks; first += kUnroll) {
+        half(0, first, true);
+        if (first + kHalf < my_chunks) half(1, first, true);
+        next_round();
+      }
+    } else {
+      // Chunk i = first + u uses window slot u, then refills it with chunk i + kUnroll (x with
+      // chunk i + 1): no register copies of the slots.
+      auto chunk_step = [&](int u, int i, bool check_refills) {
+        if constexpr (!kAhead) load_activations<kSparse>(x_cursor, u * kWarpsPerTile, x);
+        multiply_chunk(w[u], tables, x, acc);
+        if (!check_refills || i + kUnroll < my_chunks) {
+          w[u] = load_chunk<kSparse>(cursor, (u + kUnroll) * kWarpsPerTile);
+        }
+        if (kAhead && (!check_refills || i + 1 < my_chunks)) {
+          load_activations<kSparse>(x_cursor, (u + 1) * kWarpsPerTile, x);
+        }
+      };
+      int first = 0;
+      for (; first + 2 * kUnroll <= my_chunks; first += kUnroll) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) chunk_step(u, first + u, false);
+        next_round();
+      }
+      for (; first < my_chunks; first += kUnroll) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (first + u >= my_chunks) break;
+          chunk_step(u, first + u, true);
+        }
+        next_round();
+      }
     }
   }
   if constexpr (kWarpsPerTile > 1) {

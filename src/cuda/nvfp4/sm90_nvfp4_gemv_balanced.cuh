@@ -5,7 +5,7 @@
 // kUnroll chunks. Block b owns items [b I / B, (b + 1) I / B); its units, in item order and
 // pass order within an item, form a stream of rounds that its warps split into four equal
 // contiguous shares. A warp runs its share with one window across units (the next unit's first
-// round is requested while the current unit's last round is computed), so a warp waits for
+// half-round is requested while the current unit's last half is computed), so a warp waits for
 // memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
 // down at M = 1: 3584 items of 32 chunks on 2112 warps left a third of the warps idle for the
 // second half). A unit split between warps is summed in shared memory in warp order by the
@@ -112,9 +112,12 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
     unit_start_addresses<kSparse>(p, st.rows, st.tile, cursor, x_cursor[0]);
     cursor.advance<kSparse>(k * kUnroll);
     x_cursor[0] += k * kUnroll * 64;
+    // Two window halves in turn (start_half): the first half of a round requests the round's
+    // second half, the second half the next round's first.
+    constexpr int kHalf = kUnroll / 2;
     ChunkWeights<kSparse> w[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) w[u] = load_chunk<kSparse>(cursor, u);
+    for (int u = 0; u < kHalf; ++u) w[u] = load_chunk<kSparse>(cursor, u);
     std::uint32_t x[1][8];
     load_activations<kSparse>(x_cursor, 0, x);
     float acc[1][4] = {};
@@ -139,18 +142,31 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
         if (lane == 0) st.walk = walk;
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        multiply_step<0>(w[u], tables, x, acc);
-        multiply_step<1>(w[u], tables, x, acc);
-        if constexpr (!kSparse) {
-          multiply_step<2>(w[u], tables, x, acc);
-          multiply_step<3>(w[u], tables, x, acc);
-        }
-        if (more) w[u] = load_chunk<kSparse>(next, u);
-        if (u + 1 < kUnroll) {
-          load_activations<kSparse>(x_cursor, u + 1, x);
-        } else if (more) {
-          load_activations<kSparse>(x_next, 0, x);
+      for (int h = 0; h < 2; ++h) {
+        std::uint32_t step0[4];
+        start_half(w[h * kHalf], tables, step0, [&] {
+#pragma unroll
+          for (int v = 0; v < kHalf; ++v) {
+            if (h == 0) {
+              w[kHalf + v] = load_chunk<kSparse>(cursor, kHalf + v);
+            } else if (more) {
+              w[v] = load_chunk<kSparse>(next, v);
+            }
+          }
+        });
+#pragma unroll
+        for (int v = 0; v < kHalf; ++v) {
+          const int u = h * kHalf + v;
+          if (v == 0) {
+            multiply_chunk(step0, w[u], tables, x, acc);
+          } else {
+            multiply_chunk(w[u], tables, x, acc);
+          }
+          if (u + 1 < kUnroll) {
+            load_activations<kSparse>(x_cursor, u + 1, x);
+          } else if (more) {
+            load_activations<kSparse>(x_next, 0, x);
+          }
         }
       }
       if (unit_ends || !more) {
@@ -204,7 +220,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
   }
 }
 
-// The window of 4 needs 95 registers here (5 blocks per SM), the window of 8 125 (4 blocks).
+// The window of 4 needs 80-89 registers here (5 blocks per SM), the window of 8 112-121 (4 blocks).
 template <int kUnroll>
 inline constexpr int kBalancedBlocksPerSm = kUnroll == 8 ? 4 : 5;
 

@@ -139,13 +139,13 @@ __device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, cons
   a[3] = mul_bf16x2(detail::gemv_pair_bits<3>(q), scale_row8);  // row r + 8, group lane % 4 + 4
 }
 
-// One tensor-core step for every token group: a dense 16-deep step, or a sparse 32-deep one.
+// One tensor-core step for every token group from its decoded A fragments: a dense 16-deep
+// step, or a sparse 32-deep one.
 template <int kStep, bool kSparse, int kTokenGroups>
-__device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, const Tables& tables,
-                                              const std::uint32_t (&x)[kTokenGroups][8],
-                                              float (&acc)[kTokenGroups][4]) {
-  std::uint32_t a[4];
-  step_fragments<kStep>(w, tables, a);
+__device__ __forceinline__ void multiply_fragments(const std::uint32_t (&a)[4],
+                                                   const ChunkWeights<kSparse>& w,
+                                                   const std::uint32_t (&x)[kTokenGroups][8],
+                                                   float (&acc)[kTokenGroups][4]) {
 #pragma unroll
   for (int n = 0; n < kTokenGroups; ++n) {
     if constexpr (kSparse) {
@@ -155,6 +155,53 @@ __device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, co
       mma_bf16(acc[n], a[0], a[1], a[2], a[3], x[n][2 * kStep], x[n][2 * kStep + 1]);
     }
   }
+}
+
+template <int kStep, bool kSparse, int kTokenGroups>
+__device__ __forceinline__ void multiply_step(const ChunkWeights<kSparse>& w, const Tables& tables,
+                                              const std::uint32_t (&x)[kTokenGroups][8],
+                                              float (&acc)[kTokenGroups][4]) {
+  std::uint32_t a[4];
+  step_fragments<kStep>(w, tables, a);
+  multiply_fragments<kStep>(a, w, x, acc);
+}
+
+// Every step of a chunk, the first from fragments `step0` already decoded.
+template <bool kSparse, int kTokenGroups>
+__device__ __forceinline__ void multiply_chunk(const std::uint32_t (&step0)[4],
+                                               const ChunkWeights<kSparse>& w, const Tables& tables,
+                                               const std::uint32_t (&x)[kTokenGroups][8],
+                                               float (&acc)[kTokenGroups][4]) {
+  multiply_fragments<0>(step0, w, x, acc);
+  multiply_step<1>(w, tables, x, acc);
+  if constexpr (!kSparse) {  // 2:4: two 32-deep sparse steps cover the chunk
+    multiply_step<2>(w, tables, x, acc);
+    multiply_step<3>(w, tables, x, acc);
+  }
+}
+
+template <bool kSparse, int kTokenGroups>
+__device__ __forceinline__ void multiply_chunk(const ChunkWeights<kSparse>& w, const Tables& tables,
+                                               const std::uint32_t (&x)[kTokenGroups][8],
+                                               float (&acc)[kTokenGroups][4]) {
+  std::uint32_t step0[4];
+  step_fragments<0>(w, tables, step0);
+  multiply_chunk(step0, w, tables, x, acc);
+}
+
+// The window in two halves, computed in turn: a half starts by decoding its first fragments,
+// which waits for the half's weights, and only then requests the other half's next chunks
+// (`request`), fenced by warp barriers. ptxas keeps every weight load of the loop on one
+// scoreboard and waits for all of it at the first use; requested before that use, the other
+// half's loads would be waited for too, and left to ptxas, the requests sink to the loop's end
+// (docs/perf/nvfp4_gemv.md, "Two window halves").
+template <bool kSparse, typename Request>
+__device__ __forceinline__ void start_half(const ChunkWeights<kSparse>& first, const Tables& tables,
+                                           std::uint32_t (&step0)[4], Request request) {
+  step_fragments<0>(first, tables, step0);
+  __syncwarp();
+  request();
+  __syncwarp();
 }
 
 struct SlotRows {
