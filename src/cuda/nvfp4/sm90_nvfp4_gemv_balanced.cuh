@@ -112,8 +112,8 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
     unit_start_addresses<kSparse>(p, st.rows, st.tile, cursor, x_cursor[0]);
     cursor.advance<kSparse>(k * kUnroll);
     x_cursor[0] += k * kUnroll * 64;
-    // Two window halves in turn (start_half): the first half of a round requests the round's
-    // second half, the second half the next round's first.
+    // Two window halves in turn (start_half), for either window: the first half of a round
+    // requests the round's second half, the second half the next round's first.
     constexpr int kHalf = kUnroll / 2;
     ChunkWeights<kSparse> w[kUnroll];
 #pragma unroll
