@@ -192,7 +192,8 @@ std::int64_t scaled_mm_workspace_bytes(std::int64_t m, std::int64_t n, std::int6
   p.ab_dtype = input_dtype;
   p.d_dtype = output_dtype;
   p.sm_count = cuda::current_device_sm_count("scaled_mm_workspace_bytes");
-  const cuda::ScaledGemmConfig config = cuda::choose_scaled_gemm_config(m, n, k, input_dtype);
+  const cuda::ScaledGemmConfig config =
+      cuda::choose_scaled_gemm_config(m, n, k, input_dtype, p.sm_count);
   return static_cast<std::int64_t>(cuda::scaled_gemm_workspace_bytes(p, config));
 #else
   return 0;
@@ -207,7 +208,8 @@ void scaled_mm(const ScaledMmArgs& args, cudaStream_t stream) {
 #if LOWBIT_WITH_CUDA
   const cuda::ScaledGemmProblem problem = problem_of(args, shape);
   const cuda::ScaledGemmConfig config =
-      cuda::choose_scaled_gemm_config(shape.m, shape.n, shape.k, problem.ab_dtype);
+      cuda::choose_scaled_gemm_config(shape.m, shape.n, shape.k, problem.ab_dtype,
+                                      problem.sm_count);
   const std::size_t needed = cuda::scaled_gemm_workspace_bytes(problem, config);
   check.workspace("workspace", args.workspace, needed, "scaled_mm_workspace_bytes");
   cuda::launch_scaled_gemm(problem, config, args.workspace.data, needed, stream);

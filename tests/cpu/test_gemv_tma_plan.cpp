@@ -3,7 +3,8 @@
 // cluster split is a legal cluster under twice K's steps, every block of the grid fits on the
 // GPU at once where a 2-stage ring allows it, the ring fits one block's shared memory, a block
 // with two or more steps has two or more stages (its steps overlap), and the split is the
-// smallest giving >= 1.5 blocks per SM. A change of the constants (stages, ring bytes) that
+// smallest giving >= 1.5 blocks per SM, halved from 32 tokens on while its blocks have few steps
+// and the grid keeps about a block per SM. A change of the constants (stages, ring bytes) that
 // breaks one of these breaks the measured reasons for the rule (docs/perf/scaled_gemm.md).
 #include <gtest/gtest.h>
 
@@ -64,11 +65,26 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
           EXPECT_EQ(plan.stages, 2);
         }
         const bool capped = doubled == kMaxClusterBlocks || doubled >= steps;
-        if (!capped) {
-          EXPECT_GE(2 * blocks, 3 * sm_count) << "fewer than 1.5 blocks per SM";
-        }
         if (doubled > 1) {
           EXPECT_LT(2 * row_blocks * (doubled / 2), 3 * sm_count) << "a smaller split suffices";
+        }
+        const auto steps_of = [&](std::int64_t split) { return (steps + split - 1) / split; };
+        const bool halved_for_tokens = tiles >= kMinStepsFromTokenTiles &&
+                                       doubled < kMaxClusterBlocks && doubled < steps &&
+                                       2 * row_blocks * doubled < 3 * sm_count;
+        if (!capped && !halved_for_tokens) {
+          EXPECT_GE(2 * blocks, 3 * sm_count) << "fewer than 1.5 blocks per SM";
+        }
+        if (tiles >= kMinStepsFromTokenTiles && doubled > 1) {
+          // Not halved: either its blocks have enough steps, or halving would leave SMs idle.
+          EXPECT_TRUE(steps_of(doubled) >= kMinStepsBase + tiles ||
+                      10 * row_blocks * (doubled / 2) < 9 * sm_count)
+              << "a smaller split has enough blocks, and these few steps";
+        }
+        if (halved_for_tokens) {
+          // Halved from the 1.5-per-SM split only because that split's blocks had few steps.
+          EXPECT_LT(steps_of(2 * doubled), kMinStepsBase + tiles);
+          EXPECT_GE(10 * row_blocks * doubled, 9 * sm_count);
         }
         // The leader's receive area for pushed sums costs no stage and no residency (clusters
         // counted with the slots that GPC placement loses).
@@ -91,16 +107,23 @@ TEST(GemvTmaPlan, LegalResidentAndSmallestSplit) {
 TEST(GemvTmaPlan, PushedSumsWhereTheReceiveAreaFits) {
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
   unsetenv("LOWBIT_GEMV_TMA_PUSH_SUMS");
-  // 4096 x 7168 (64 row blocks, a split of 4): pushed at 1-32 tokens; at 64 the 48 KB receive
-  // area would leave one block per SM for 256 blocks.
-  for (int tiles : {1, 2, 4}) EXPECT_TRUE(choose_plan(4096, 7168, tiles, 132).push_sums);
-  EXPECT_FALSE(choose_plan(4096, 7168, 8, 132).push_sums);
-  EXPECT_TRUE(choose_plan(4096, 7168, 8, 132).push_into_ring);  // 3 x 16 KB in a 64 KB ring
-  EXPECT_FALSE(choose_plan(2112, 7168, 8, 132).push_into_ring);  // 7 x 16 KB: barriers
+  // 4096 x 7168 (64 row blocks): a split of 4 pushed at 1-32 tokens; at 64 the split halves to
+  // 2 (few steps), whose 16 KB receive area still fits.
+  for (int tiles : {1, 2, 4, 8}) EXPECT_TRUE(choose_plan(4096, 7168, tiles, 132).push_sums);
+  // 4096 x 14336 at 64 tokens (a split of 4): the 48 KB area would leave one block per SM for
+  // 256 blocks, so into the ring: 3 x 16 KB in a 64 KB ring.
+  EXPECT_FALSE(choose_plan(4096, 14336, 8, 132).push_sums);
+  EXPECT_TRUE(choose_plan(4096, 14336, 8, 132).push_into_ring);
+  // 17 row blocks x 8 at 64 tokens: 7 x 16 KB fit neither the area nor the ring: barriers.
+  EXPECT_FALSE(choose_plan(1088, 7168, 8, 132).push_sums);
+  EXPECT_FALSE(choose_plan(1088, 7168, 8, 132).push_into_ring);
   EXPECT_TRUE(choose_plan(576, 7168, 8, 132).push_sums);     // 9 row blocks x 8
-  // 33 clusters of 8 at 32 tokens: 2 blocks per SM fit about 29 (measured: two waves).
+  // 2112 x 7168: at 16 tokens the area keeps 33 clusters of 8 resident. At 32 tokens, where 2
+  // blocks per SM would hold only about 29 of them (measured: two waves), the split of 8 (7 steps
+  // a block) halves to 4, and its area fits.
   EXPECT_TRUE(choose_plan(2112, 7168, 2, 132).push_sums);
-  EXPECT_FALSE(choose_plan(2112, 7168, 4, 132).push_sums);
+  EXPECT_EQ(choose_plan(2112, 7168, 4, 132).cluster, 4);
+  EXPECT_TRUE(choose_plan(2112, 7168, 4, 132).push_sums);
   EXPECT_EQ(resident_clusters(2, 8, 132), 29);
   EXPECT_EQ(resident_clusters(1, 4, 132), 29);  // 30 queried on an H200: the low end
   EXPECT_FALSE(choose_plan(18432, 7168, 1, 132).push_sums);  // no split

@@ -101,8 +101,9 @@ inline bool switched_off(const char* name) {
 // at once with the same work, and that there are enough blocks to keep HBM busy; the weight
 // stream is shared, so blocks per SM need not be even, and more, smaller blocks lose to their
 // fixed costs (start, ring fill, cluster sum). So: the smallest K split (1, 2, 4 or 8 blocks,
-// doubling while below K's steps) giving >= 1.5 blocks per SM, less any block its ranges would
-// leave idle; a ring of up to 4 stages, shallower when that keeps every block resident.
+// doubling while below K's steps) giving >= 1.5 blocks per SM (from 32 tokens on, halved again
+// while its blocks have few steps: kMinStepsBase), less any block its ranges would leave idle;
+// a ring of up to 4 stages, shallower when that keeps every block resident.
 //
 // Under programmatic dependent launch a block requests its ring's weights before it waits for
 // the previous kernel, so a deeper ring starts more of the stream early. With
@@ -112,6 +113,13 @@ inline bool switched_off(const char* name) {
 // us slower on two of four weights at M = 1 (docs/perf/block_gemm.md, "Deeper rings under
 // PDL").
 inline constexpr int kDeepRingMinSteps = 12;
+
+// Measured on an H200 (docs/perf/scaled_gemm.md, "Host cost and a 64 x 64 tile"): at 32 tokens
+// 4096 x 4096 ran 10.6-10.9 us with 2 blocks of 16 steps against 11.4 with 4 of 8; at 64 tokens
+// block_fp8_mm's gate_up 19.2 with 2 of 28 against 21.9 with 4 of 14 (at 32 tokens 4 of 14 won,
+// 15.8 against 19.1), and q_a+kv_a 17.4 with 4 of 14 against 19.2 with 8 of 7.
+inline constexpr int kMinStepsFromTokenTiles = 4;
+inline constexpr int kMinStepsBase = 8;
 inline constexpr int kDeepRingMaxTokenTiles = 4;
 
 inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count,
@@ -135,6 +143,14 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
     while (plan.cluster < kMaxClusterBlocks && plan.cluster < steps &&
            2 * row_blocks * plan.cluster < 3 * std::int64_t{sm_count}) {
       plan.cluster *= 2;
+    }
+    // From 32 tokens on, a block's fixed costs (ring fill, a 4-8 KB token box per step, its
+    // share of the cluster sum) grow with the tokens, so the split halves while its blocks
+    // would stream fewer than kMinStepsBase + T steps and the grid keeps about a block per SM.
+    while (token_tiles >= kMinStepsFromTokenTiles && plan.cluster > 1 &&
+           (steps + plan.cluster - 1) / plan.cluster < kMinStepsBase + token_tiles &&
+           10 * row_blocks * (plan.cluster / 2) >= 9 * std::int64_t{sm_count}) {
+      plan.cluster /= 2;
     }
   }
   // Contiguous ranges of ceil(steps / cluster) steps: only ceil(steps / that) blocks get any

@@ -14,6 +14,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <mutex>
+#include <vector>
 
 namespace lowbit::cuda {
 
@@ -32,6 +34,7 @@ struct KernelLaunch {
   unsigned threads = 0;
   std::size_t shared_bytes = 0;
   bool cluster_along_y = false;  // the blocks of each grid column form one cluster
+  dim3 cluster = dim3(1, 1, 1);  // otherwise this cluster shape (CUTLASS kernels), if not 1x1x1
   bool dependent = false;        // programmatic dependent launch
 };
 
@@ -44,11 +47,12 @@ inline cudaLaunchConfig_t launch_config(const KernelLaunch& launch, cudaStream_t
   config.dynamicSmemBytes = launch.shared_bytes;
   config.stream = stream;
   unsigned count = 0;
-  if (launch.cluster_along_y && launch.grid.y > 1) {
+  const dim3 cluster = launch.cluster_along_y ? dim3(1, launch.grid.y, 1) : launch.cluster;
+  if (cluster.x * cluster.y * cluster.z > 1) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
-    attributes[count].val.clusterDim.x = 1;
-    attributes[count].val.clusterDim.y = launch.grid.y;
-    attributes[count].val.clusterDim.z = 1;
+    attributes[count].val.clusterDim.x = cluster.x;
+    attributes[count].val.clusterDim.y = cluster.y;
+    attributes[count].val.clusterDim.z = cluster.z;
     ++count;
   }
   if (launch.dependent) {
@@ -61,11 +65,41 @@ inline cudaLaunchConfig_t launch_config(const KernelLaunch& launch, cudaStream_t
   return config;
 }
 
+// Opts `kernel` in to `bytes` of dynamic shared memory on the current device. The opt-in lasts
+// for the process, and cudaFuncSetAttribute costs microseconds of host time, as much as a
+// small decode kernel runs: so it is called once per device, kernel and larger size.
+inline cudaError_t opt_in_shared_bytes(const void* kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  int device = 0;
+  const cudaError_t status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return status;
+  struct Granted {
+    int device;
+    const void* kernel;
+    std::size_t bytes;
+  };
+  static std::mutex mutex;
+  static std::vector<Granted> granted;
+  const std::lock_guard<std::mutex> lock(mutex);
+  Granted* known = nullptr;
+  for (Granted& g : granted) {
+    if (g.device == device && g.kernel == kernel) known = &g;
+  }
+  if (known != nullptr && known->bytes >= bytes) return cudaSuccess;
+  const cudaError_t set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(bytes));
+  if (set != cudaSuccess) return set;
+  if (known != nullptr) {
+    known->bytes = bytes;
+  } else {
+    granted.push_back({device, kernel, bytes});
+  }
+  return cudaSuccess;
+}
+
 template <typename Param>
 inline cudaError_t allow_shared_bytes(void (*kernel)(Param), const KernelLaunch& launch) {
-  if (launch.shared_bytes <= 48 * 1024) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(launch.shared_bytes));
+  return opt_in_shared_bytes(reinterpret_cast<const void*>(kernel), launch.shared_bytes);
 }
 
 // Launches `kernel(param)` as `launch` describes on `stream`.

@@ -12,13 +12,15 @@ namespace lowbit::cuda {
 enum class ScaledGemmTile : std::uint8_t {
   kLarge128x128,   // 128 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kMedium64x128,   // 64 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
+  kSmall64x64,     // 64 tokens x 64 channels per warpgroup tile, pingpong, cluster 2x1
   kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
   kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
   kGemvTma,        // M <= 64: wgmma GEMV fed by TMA, 64 channels per block, K split over cluster
 };
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
-    ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kDecodeSwapAB,
+    ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kSmall64x64,
+    ScaledGemmTile::kDecodeSwapAB,
     ScaledGemmTile::kGemvSplitK, ScaledGemmTile::kGemvWgmma, ScaledGemmTile::kGemvTma};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).
@@ -34,6 +36,6 @@ struct ScaledGemmConfig {
 const char* scaled_gemm_tile_name(ScaledGemmTile tile);
 
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
-                                           DType ab_dtype);
+                                           DType ab_dtype, int sm_count);
 
 }  // namespace lowbit::cuda

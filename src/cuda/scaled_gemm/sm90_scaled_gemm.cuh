@@ -59,6 +59,17 @@ struct TileTraits<ScaledGemmTile::kMedium64x128> {
   using ClusterShape = Shape<_2, _1, _1>;
 };
 
+// NOTE: twice the CTAs of the 64 x 128 tile where few channel tiles leave SMs idle (a 4096-wide
+// weight at 65-128 tokens: 128 tiles instead of 64); the pair of token tiles in a 2x1 cluster
+// shares each weight tile by multicast, as cuBLASLt's 64 x 64 kernel does there.
+template <>
+struct TileTraits<ScaledGemmTile::kSmall64x64> {
+  static constexpr bool kSwapAB = false;
+  static constexpr bool kPingpong = true;
+  using TileShape = Shape<_64, _64, _128>;
+  using ClusterShape = Shape<_2, _1, _1>;
+};
+
 template <>
 struct TileTraits<ScaledGemmTile::kDecodeSwapAB> {
   static constexpr bool kSwapAB = true;
