@@ -13,6 +13,7 @@ enum class ScaledGemmTile : std::uint8_t {
   kLarge128x128,   // 128 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kMedium64x128,   // 64 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kSmall64x64,     // 64 tokens x 64 channels per warpgroup tile, pingpong, cluster 2x1
+  kNarrow64x32,    // 64 tokens x 32 channels per warpgroup tile, pingpong, cluster 1x2
   kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
   kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
@@ -20,7 +21,7 @@ enum class ScaledGemmTile : std::uint8_t {
 };
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kSmall64x64,
-    ScaledGemmTile::kDecodeSwapAB,
+    ScaledGemmTile::kNarrow64x32, ScaledGemmTile::kDecodeSwapAB,
     ScaledGemmTile::kGemvSplitK, ScaledGemmTile::kGemvWgmma, ScaledGemmTile::kGemvTma};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).
