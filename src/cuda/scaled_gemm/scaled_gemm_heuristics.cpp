@@ -1,9 +1,10 @@
 // Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor:
-// up to 16 tokens the split-K mma.sync GEMV reads it once with no tile padding; above that the
-// swapped tile puts the tokens in wgmma's N and stream-K spreads the channel tiles over every
-// SM along K. Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs busy as the
-// 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle); above that the 128 x 128
-// pingpong tile (vLLM's default shape on Hopper).
+// the GEMVs read it once with no tile padding (the mma.sync split-K one on small weights up to
+// 16 tokens, the TMA-fed wgmma one up to 32 and on long K); at 33-64 tokens a 64 x 32 tile whose
+// cluster shares the token tile where the weight has at most one 32-channel tile per SM, else
+// the swapped stream-K tile. Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs
+// busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle); above that the
+// 128 x 128 pingpong tile (vLLM's default shape on Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
