@@ -82,6 +82,25 @@ struct TileTraits<ScaledGemmTile::kNarrow64x32> {
   using ClusterShape = Shape<_1, _2, _1>;
 };
 
+// NOTE: the weights as CUTLASS's A (64 channels, wgmma's M) and 16 or 32 tokens as its N, so
+// a few tokens are not padded to 64; every CTA streams its channel tile's whole K, and the
+// cluster runs along the tokens so that a channel tile's two token tiles share it by multicast.
+template <>
+struct TileTraits<ScaledGemmTile::kSwap64x16> {
+  static constexpr bool kSwapAB = true;
+  static constexpr bool kPingpong = true;
+  using TileShape = Shape<_64, _16, _128>;  // channels x tokens x K
+  using ClusterShape = Shape<_1, _2, _1>;
+};
+
+template <>
+struct TileTraits<ScaledGemmTile::kSwap64x32> {
+  static constexpr bool kSwapAB = true;
+  static constexpr bool kPingpong = true;
+  using TileShape = Shape<_64, _32, _128>;  // channels x tokens x K
+  using ClusterShape = Shape<_1, _2, _1>;
+};
+
 template <>
 struct TileTraits<ScaledGemmTile::kDecodeSwapAB> {
   static constexpr bool kSwapAB = true;
