@@ -29,7 +29,8 @@ struct ScaledMmArgs {
   TensorView azp;       // optional [M] int32 per-token zero points; needs azp_adj = colsum(B^)
   TensorView output;    // [M, N] bf16 | fp16, unit column stride, row stride >= N
   // CUDA only: device memory of at least scaled_mm_workspace_bytes(...) bytes when that is
-  // non-zero (stream-K partial sums for decode shapes). Host: unused.
+  // non-zero (no configuration needs any today; callers that size it stay correct if one
+  // does). Host: unused.
   TensorView workspace;
   // Programmatic dependent launch (sm_90): the decode kernels may start while the stream's
   // previous kernel finishes, reading only the weight b before it has (docs/pdl.md).

@@ -315,8 +315,7 @@ TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   // TMA-fed one (M <= 64) 45 too (64).
   const std::pair<const char*, std::vector<std::int64_t>> configs[] = {
       {"large128x128", {77}}, {"medium64x128", {77}}, {"small64x64", {77}},
-      {"narrow64x32", {45, 77}}, {"swap64x16", {5, 29, 77}}, {"swap64x32", {45, 77}},
-      {"decode_swap_ab", {77}},
+      {"swap64x16", {5, 29, 77}}, {"swap64x32", {45, 77}}, {"swap64x64", {45, 77}},
       {"gemv_split_k", {5, 13, 29}}, {"gemv_wgmma", {5, 13, 29}}, {"gemv_tma", {5, 13, 29, 45}}};
   for (const auto& [config, token_counts] : configs) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);

@@ -13,19 +13,17 @@ enum class ScaledGemmTile : std::uint8_t {
   kLarge128x128,   // 128 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kMedium64x128,   // 64 tokens x 128 channels per warpgroup tile, pingpong, cluster 2x1
   kSmall64x64,     // 64 tokens x 64 channels per warpgroup tile, pingpong, cluster 2x1
-  kNarrow64x32,    // 64 tokens x 32 channels per warpgroup tile, pingpong, cluster 1x2
   kSwap64x16,      // swap A/B: 64 channels x 16 tokens, pingpong, cluster along the tokens
   kSwap64x32,      // swap A/B: 64 channels x 32 tokens, pingpong, cluster along the tokens
-  kDecodeSwapAB,   // swap A/B: 128 channels x 64 tokens, cooperative, stream-K over K
+  kSwap64x64,      // swap A/B: 64 channels x 64 tokens, pingpong, cluster along the channels
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
   kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
   kGemvTma,        // M <= 64: wgmma GEMV fed by TMA, 64 channels per block, K split over cluster
 };
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kSmall64x64,
-    ScaledGemmTile::kNarrow64x32, ScaledGemmTile::kSwap64x16, ScaledGemmTile::kSwap64x32,
-    ScaledGemmTile::kDecodeSwapAB,
-    ScaledGemmTile::kGemvSplitK, ScaledGemmTile::kGemvWgmma, ScaledGemmTile::kGemvTma};
+    ScaledGemmTile::kSwap64x16,    ScaledGemmTile::kSwap64x32,    ScaledGemmTile::kSwap64x64,
+    ScaledGemmTile::kGemvSplitK,   ScaledGemmTile::kGemvWgmma,    ScaledGemmTile::kGemvTma};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).
 inline constexpr bool is_gemv(ScaledGemmTile tile) {

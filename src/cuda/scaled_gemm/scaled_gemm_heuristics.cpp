@@ -1,12 +1,13 @@
 // Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor.
-// Where every 64-channel tile's pair of token tiles has SMs of its own, fp8 at 9-64 tokens takes
-// swapped 64 x 16 / 64 x 32 tiles whose token tiles share the weights by multicast. Otherwise
-// the GEMVs read the weight once with no tile padding (the mma.sync split-K one on small weights
-// up to 16 tokens, int8 32; the TMA-fed wgmma one up to 32 and on long K); at 33-64 tokens a
-// 64 x 32 tile whose cluster shares the token tile where the weight has at most one 32-channel
-// tile per SM, else the swapped stream-K tile. Up to M = 128 the 64-row pingpong tile keeps
-// twice as many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs
-// idle); above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
+// Where every 64-channel tile's pair of token tiles has SMs of its own, 9-64 tokens (int8 17-64)
+// take swapped 64 x 16 / 64 x 32 tiles whose token tiles share the weights by multicast.
+// Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one on
+// small weights up to 16 tokens, int8 32; the TMA-fed wgmma one up to 32, and at 33-64 on long
+// K where a swapped 64 x 64 tile would need more than one wave); at 33-64 tokens other weights
+// over 32 MiB take the swapped 64 x 64 tile, whose channel-tile pairs share the token tile. Up
+// to M = 128 the 64-row pingpong tile keeps twice as many CTAs busy as the 128-row one (64 x 64
+// where 64 x 128 would leave half the SMs idle); above that the 128 x 128 pingpong tile (vLLM's
+// default shape on Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,10 +22,9 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kLarge128x128: return "large128x128";
     case ScaledGemmTile::kMedium64x128: return "medium64x128";
     case ScaledGemmTile::kSmall64x64: return "small64x64";
-    case ScaledGemmTile::kNarrow64x32: return "narrow64x32";
     case ScaledGemmTile::kSwap64x16: return "swap64x16";
     case ScaledGemmTile::kSwap64x32: return "swap64x32";
-    case ScaledGemmTile::kDecodeSwapAB: return "decode_swap_ab";
+    case ScaledGemmTile::kSwap64x64: return "swap64x64";
     case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
     case ScaledGemmTile::kGemvWgmma: return "gemv_wgmma";
     case ScaledGemmTile::kGemvTma: return "gemv_tma";
@@ -45,8 +45,8 @@ bool parse_override(ScaledGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
-               "small64x64, narrow64x32, swap64x16, swap64x32, decode_swap_ab, gemv_split_k, "
-               "gemv_wgmma or gemv_tma)\n",
+               "small64x64, swap64x16, swap64x32, swap64x64, gemv_split_k, gemv_wgmma or "
+               "gemv_tma)\n",
                text);
   return false;
 }
@@ -63,43 +63,34 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       config.tile == ScaledGemmTile::kGemvTma ? kScaledGemvTmaMaxTokens : kScaledGemvMaxTokens;
   const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (!forced) {
-    // Measured on an H200 (docs/perf/scaled_gemm.md): the swapped stream-K tile wins for
-    // M <= 64 once the weight is larger than 32 MB; below that its fixed costs lose to the
-    // persistent 64-row pingpong tile, which also wins up to M = 128. Above that the 128 x 128
-    // pingpong tile wins; a 128 x 256 cooperative tile measured 3-23% slower on every Llama-3 /
-    // DeepSeek-V3 shape at M >= 4096 and was dropped.
-    // The GEMVs (docs/perf/scaled_gemm.md, H200): the TMA-fed wgmma GEMV streams the 59-132 MB
-    // weights fastest at M <= 32 in both dtypes (70-85% of copy at M = 1), and at M = 64 for
-    // K > 4096 (2-6% ahead of the swapped tile; 3% behind it at K = 4096). On a 16 MB weight its
-    // fixed costs lose to the mma.sync split-K GEMV up to M = 16 (int8: 32, where medium64x128
-    // measured 13.1-13.3 us against 11.5-11.8 at 4096 x 4096); it still wins fp8 at M = 32.
+    // Measured on an H200 (docs/perf/scaled_gemm.md). The GEMVs: the TMA-fed wgmma GEMV streams
+    // the 59-132 MB weights fastest at M <= 32 in both dtypes (70-85% of copy at M = 1). On a
+    // 16 MB weight its fixed costs lose to the mma.sync split-K GEMV up to M = 16 (int8: 32).
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
     const bool int8 = ab_dtype == DType::kInt8;
-    // fp8 at 9-64 tokens (one or two token tiles of 16, then of 32) where every 64-channel
-    // tile's cluster pair has SMs of its own: the swapped tiles stream each channel tile's
-    // whole K, and its two token tiles share it by multicast (cuBLASLt's shape there). H200, µs
-    // against the previous choice: 4096 x 4096 9.26 / 9.34 / 9.17 against 10.09 / 10.5 / 9.54
-    // at M = 16 / 32 / 64, 4096 x 14336 20.34 / 20.41 / 20.50 against 21.10 / 22.70 / 21.80; no
-    // gain at M = 1 (9.33 against 9.40), and 14336 x 4096 (448 tiles at M = 32) lost. Wider
-    // weights and int8 are not measured with them.
+    // Swapped tiles where every 64-channel tile's pair of token tiles has SMs of its own (the
+    // 4096-wide weights): each CTA streams its channel tile's whole K and the two token tiles
+    // share it by multicast (cuBLASLt's shape there). H200, µs against the previous choice:
+    // 4096 x 4096 9.26 / 9.34 / 9.17 against 10.09 / 10.5 / 9.54 at M = 16 / 32 / 64, 4096 x
+    // 14336 20.34 / 20.41 / 20.50 against 21.10 / 22.70 / 21.80. int8 keeps its split-K GEMV up
+    // to 16 tokens (9.2 against 9.9 at 4096 x 4096) and gains from 32 (4096 x 14336: 21.3
+    // against 22.4; 4096 x 4096: 10.6 against 11.8).
     const bool pairs_fit = 2 * ((n + 63) / 64) <= sm_count;
-    if (!int8 && pairs_fit && m >= 9 && m <= 64) {
+    const std::int64_t first_swap_tokens = int8 ? 17 : 9;
+    if (pairs_fit && m >= first_swap_tokens && m <= 64) {
       config.tile = m <= 32 ? ScaledGemmTile::kSwap64x16 : ScaledGemmTile::kSwap64x32;
     } else if (small_weight && (m <= 16 || (int8 && m <= kScaledGemvMaxTokens))) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32) {
       config.tile = ScaledGemmTile::kGemvTma;
-    } else if (m <= 64 && (n + 31) / 32 <= sm_count) {
-      // int8 (fp8 takes swap64x32 there): one token tile and at most one 32-channel tile per
-      // SM: each CTA streams its channels' whole K, and the two CTAs of a cluster share the
-      // token tile by multicast. fp8 at M = 64: 4096 x 4096 ran 9.7 us against 11.6-11.8 for
-      // gemv_tma and small64x64, 4096 x 14336 22.4 against 26.2 for gemv_tma (H200); int8
-      // 4096 x 4096 10.1 against 12.5 for small64x64.
-      config.tile = ScaledGemmTile::kNarrow64x32;
-    } else if (m <= 64 && !small_weight && k > 4096) {
-      config.tile = ScaledGemmTile::kGemvTma;
-    } else if (m <= 64 && n * k > (std::int64_t{32} << 20)) {
-      config.tile = ScaledGemmTile::kDecodeSwapAB;
+    } else if (m <= 64 && !small_weight) {
+      // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. Where
+      // they would need more than one wave over long K, gemv_tma's streams tie with them
+      // (18432 x 7168: 41.2-42.2 µs either way). H200, µs, two runs: 7168 x 18432 38.2 / 39.8
+      // against gemv_tma's 41.3 / 43.2, 14336 x 4096 20.6 / 21.1 against the stream-K tile's
+      // 22.7 / 23.2 (int8 alike).
+      const bool one_wave = (n + 63) / 64 <= sm_count;
+      config.tile = k > 4096 && !one_wave ? ScaledGemmTile::kGemvTma : ScaledGemmTile::kSwap64x64;
     } else if (m <= 128) {
       // Where the 64 x 128 tile would leave more than half the SMs idle (4096 channels: 64
       // tiles at 65-128 tokens), the 64 x 64 tile's twice as many CTAs stream the weight

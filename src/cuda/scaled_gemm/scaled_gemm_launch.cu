@@ -17,10 +17,9 @@ const scaled_gemm::GemmEntry& entry_for_types(ScaledGemmTile tile) {
   switch (tile) {
     case ScaledGemmTile::kMedium64x128: return entry<ScaledGemmTile::kMedium64x128, kIn, kOut>();
     case ScaledGemmTile::kSmall64x64: return entry<ScaledGemmTile::kSmall64x64, kIn, kOut>();
-    case ScaledGemmTile::kNarrow64x32: return entry<ScaledGemmTile::kNarrow64x32, kIn, kOut>();
     case ScaledGemmTile::kSwap64x16: return entry<ScaledGemmTile::kSwap64x16, kIn, kOut>();
     case ScaledGemmTile::kSwap64x32: return entry<ScaledGemmTile::kSwap64x32, kIn, kOut>();
-    case ScaledGemmTile::kDecodeSwapAB: return entry<ScaledGemmTile::kDecodeSwapAB, kIn, kOut>();
+    case ScaledGemmTile::kSwap64x64: return entry<ScaledGemmTile::kSwap64x64, kIn, kOut>();
     case ScaledGemmTile::kLarge128x128:
     case ScaledGemmTile::kGemvSplitK:
     case ScaledGemmTile::kGemvWgmma:

@@ -38,13 +38,12 @@ namespace lowbit::cuda::scaled_gemm {
 using namespace cute;
 namespace fusion = cutlass::epilogue::fusion;
 
-// Shapes and schedules of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the
-// channels), pingpong (persistent) or cooperative (stream-K), the tile's CUTLASS M x N (K is
-// 128) and the cluster along CUTLASS's M and N.
-template <bool kSwap, bool kPingpongSchedule, int kTileM, int kTileN, int kClusterM, int kClusterN>
+// Shape of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the channels), the tile's
+// CUTLASS M x N (K is 128) and the cluster along CUTLASS's M and N. Every tile runs CUTLASS's
+// persistent pingpong kernel.
+template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN>
 struct TileSpec {
   static constexpr bool kSwapAB = kSwap;
-  static constexpr bool kPingpong = kPingpongSchedule;
   using TileShape = Shape<Int<kTileM>, Int<kTileN>, _128>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
 };
@@ -54,36 +53,30 @@ struct TileTraits;
 
 // NOTE: a 2x1 cluster multicasts each weight tile to the two CTAs of neighbouring token tiles.
 template <>
-struct TileTraits<ScaledGemmTile::kLarge128x128> : TileSpec<false, true, 128, 128, 2, 1> {};
+struct TileTraits<ScaledGemmTile::kLarge128x128> : TileSpec<false, 128, 128, 2, 1> {};
 
 template <>
-struct TileTraits<ScaledGemmTile::kMedium64x128> : TileSpec<false, true, 64, 128, 2, 1> {};
+struct TileTraits<ScaledGemmTile::kMedium64x128> : TileSpec<false, 64, 128, 2, 1> {};
 
 // NOTE: twice the CTAs of the 64 x 128 tile where few channel tiles leave SMs idle (a 4096-wide
 // weight at 65-128 tokens: 128 tiles instead of 64); the pair of token tiles in a 2x1 cluster
 // shares each weight tile by multicast, as cuBLASLt's 64 x 64 kernel does there.
 template <>
-struct TileTraits<ScaledGemmTile::kSmall64x64> : TileSpec<false, true, 64, 64, 2, 1> {};
-
-// NOTE: for one token tile (33-64 tokens) on a weight of at most one 32-channel tile per SM:
-// every CTA streams its channels' whole K, and the cluster is along the channels, so its two
-// CTAs share the token tile by multicast (a 2x1 cluster would pair the one token tile with an
-// empty one: 15.8 us against 9.7 at 4096 x 4096, M = 64, H200).
-template <>
-struct TileTraits<ScaledGemmTile::kNarrow64x32> : TileSpec<false, true, 64, 32, 1, 2> {};
+struct TileTraits<ScaledGemmTile::kSmall64x64> : TileSpec<false, 64, 64, 2, 1> {};
 
 // NOTE: the weights as CUTLASS's A (64 channels, wgmma's M) and 16 or 32 tokens as its N, so
 // a few tokens are not padded to 64; every CTA streams its channel tile's whole K, and the
 // cluster runs along the tokens so that a channel tile's two token tiles share it by multicast.
 template <>
-struct TileTraits<ScaledGemmTile::kSwap64x16> : TileSpec<true, true, 64, 16, 1, 2> {};
+struct TileTraits<ScaledGemmTile::kSwap64x16> : TileSpec<true, 64, 16, 1, 2> {};
 
 template <>
-struct TileTraits<ScaledGemmTile::kSwap64x32> : TileSpec<true, true, 64, 32, 1, 2> {};
+struct TileTraits<ScaledGemmTile::kSwap64x32> : TileSpec<true, 64, 32, 1, 2> {};
 
-// 128 channels x 64 tokens, cooperative, stream-K.
+// NOTE: 33-64 tokens are one token tile, so the cluster runs along the channels instead: two
+// channel tiles share the token tile by multicast.
 template <>
-struct TileTraits<ScaledGemmTile::kDecodeSwapAB> : TileSpec<true, false, 128, 64, 1, 1> {};
+struct TileTraits<ScaledGemmTile::kSwap64x64> : TileSpec<true, 64, 64, 2, 1> {};
 
 template <class ElementAB_, class ElementD_, ScaledGemmTile kTile>
 struct ScaledGemm {
@@ -138,20 +131,11 @@ struct ScaledGemm {
                                       Stride<int64_t, _1, int64_t>>;
   static constexpr int kAlignD = 16 / sizeof(ElementD);
   static constexpr int kAlignAB = 16;
-  using EpilogueSchedule =
-      cute::conditional_t<Traits::kPingpong, cutlass::epilogue::TmaWarpSpecialized,
-                          cutlass::epilogue::TmaWarpSpecializedCooperative>;
-  using MainloopSchedule = cute::conditional_t<
-      kInt8,
-      cute::conditional_t<Traits::kPingpong, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
-                          cutlass::gemm::KernelTmaWarpSpecializedCooperative>,
-      cute::conditional_t<Traits::kPingpong,
-                          cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum,
-                          cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum>>;
-  // NOTE: CUTLASS's pingpong kernel has no stream-K; the cooperative decode tile uses it to
-  // spread a few channel tiles over every SM along K.
-  using TileScheduler = cute::conditional_t<Traits::kPingpong, cutlass::gemm::PersistentScheduler,
-                                            cutlass::gemm::StreamKScheduler>;
+  using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
+  using MainloopSchedule =
+      cute::conditional_t<kInt8, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
+                          cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum>;
+  using TileScheduler = cutlass::gemm::PersistentScheduler;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
@@ -221,8 +205,6 @@ struct ScaledGemm {
     } else {
       args.epilogue.thread = {scale_a, {scale_b, {}, {}}, bias, {}};
     }
-    // Stream-K (decode tile): CUTLASS's heuristic decomposition and deterministic reduction of
-    // the partial sums, so reruns give identical bits.
     return args;
   }
 
