@@ -148,7 +148,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       std::int64_t ws_bytes = 0;
       for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
         for (const char* config : {"large128x128", "medium64x128", "small64x64", "swap64x16",
-                                    "swap64x32", "swap64x64", "gemv_split_k",
+                                    "swap64x32", "swap64x64", "swap128x32", "swap192x64",
+                                    "gemv_split_k",
                                     "gemv_wgmma", "gemv_tma"}) {
           setenv("LOWBIT_SCALED_GEMM", config, 1);
           ws_bytes = std::max(ws_bytes, scaled_mm_workspace_bytes(m, n, k, ab, DType::kBF16));
@@ -205,10 +206,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       // The GEMVs hold at most 32 tokens, the TMA-fed one 64 (forced beyond that they would run
       // the default).
       std::vector<const char*> configs = {"large128x128", "medium64x128", "small64x64",
-                                          "swap64x16", "swap64x32", "swap64x64"};
+                                          "swap64x16", "swap64x32", "swap64x64", "swap128x32",
+                                          "swap192x64"};
       // int8's own tiles at decode sizes (its GEMVs are added below).
       std::vector<const char*> int8_configs;
-      if (decode) int8_configs = {"swap64x16", "swap64x32", "swap64x64"};
+      if (decode) {
+        int8_configs = {"swap64x16", "swap64x32", "swap64x64", "swap128x32", "swap192x64"};
+      }
       for (const char* gemv : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
         if (m <= (std::string(gemv) == "gemv_tma" ? 64 : 32)) {
           configs.push_back(gemv);

@@ -316,6 +316,7 @@ TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   const std::pair<const char*, std::vector<std::int64_t>> configs[] = {
       {"large128x128", {77}}, {"medium64x128", {77}}, {"small64x64", {77}},
       {"swap64x16", {5, 29, 77}}, {"swap64x32", {45, 77}}, {"swap64x64", {45, 77}},
+      {"swap128x32", {29, 77}}, {"swap192x64", {45, 77}},
       {"gemv_split_k", {5, 13, 29}}, {"gemv_wgmma", {5, 13, 29}}, {"gemv_tma", {5, 13, 29, 45}}};
   for (const auto& [config, token_counts] : configs) {
     setenv("LOWBIT_SCALED_GEMM", config, 1);

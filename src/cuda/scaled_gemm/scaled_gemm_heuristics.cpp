@@ -1,13 +1,14 @@
-// Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor.
-// Where every 64-channel tile's pair of token tiles has SMs of its own, 9-64 tokens (int8 17-64)
-// take swapped 64 x 16 / 64 x 32 tiles whose token tiles share the weights by multicast.
-// Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one on
-// small weights up to 16 tokens, int8 32; the TMA-fed wgmma one up to 32, and at 33-64 on long
-// K where a swapped 64 x 64 tile would need more than one wave); at 33-64 tokens other weights
-// over 32 MiB take the swapped 64 x 64 tile, whose channel-tile pairs share the token tile. Up
-// to M = 128 the 64-row pingpong tile keeps twice as many CTAs busy as the 128-row one (64 x 64
-// where 64 x 128 would leave half the SMs idle); above that the 128 x 128 pingpong tile (vLLM's
-// default shape on Hopper).
+// Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor,
+// and the swapped tiles (weights as CUTLASS's A) stream it where their channel width makes
+// about one tile per SM: where every 64-channel tile's pair of token tiles has SMs of its own,
+// 9-64 tokens (int8 17-64) take 64 x 16 / 64 x 32 tiles whose token tiles share the weights by
+// multicast; at 17-32 tokens a weight of one 128-channel tile per SM takes 128 x 32, and at
+// 33-64 tokens weights over 32 MiB take 64 x 64 (192 x 64 where long K needs 192 channels for
+// one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs read the
+// weight once with no tile padding (the mma.sync split-K one on small weights up to 16 tokens,
+// int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as
+// many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle);
+// above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,8 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kSwap64x16: return "swap64x16";
     case ScaledGemmTile::kSwap64x32: return "swap64x32";
     case ScaledGemmTile::kSwap64x64: return "swap64x64";
+    case ScaledGemmTile::kSwap128x32: return "swap128x32";
+    case ScaledGemmTile::kSwap192x64: return "swap192x64";
     case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
     case ScaledGemmTile::kGemvWgmma: return "gemv_wgmma";
     case ScaledGemmTile::kGemvTma: return "gemv_tma";
@@ -45,11 +48,13 @@ bool parse_override(ScaledGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
-               "small64x64, swap64x16, swap64x32, swap64x64, gemv_split_k, gemv_wgmma or "
-               "gemv_tma)\n",
+               "small64x64, swap64x16, swap64x32, swap64x64, swap128x32, swap192x64, gemv_split_k, "
+               "gemv_wgmma or gemv_tma)\n",
                text);
   return false;
 }
+
+std::int64_t tiles(std::int64_t extent, std::int64_t tile) { return (extent + tile - 1) / tile; }
 
 }  // namespace
 
@@ -75,28 +80,37 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // 14336 20.34 / 20.41 / 20.50 against 21.10 / 22.70 / 21.80. int8 keeps its split-K GEMV up
     // to 16 tokens (9.2 against 9.9 at 4096 x 4096) and gains from 32 (4096 x 14336: 21.3
     // against 22.4; 4096 x 4096: 10.6 against 11.8).
-    const bool pairs_fit = 2 * ((n + 63) / 64) <= sm_count;
+    const bool pairs_fit = 2 * tiles(n, 64) <= sm_count;
     const std::int64_t first_swap_tokens = int8 ? 17 : 9;
     if (pairs_fit && m >= first_swap_tokens && m <= 64) {
       config.tile = m <= 32 ? ScaledGemmTile::kSwap64x16 : ScaledGemmTile::kSwap64x32;
     } else if (small_weight && (m <= 16 || (int8 && m <= kScaledGemvMaxTokens))) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32) {
-      config.tile = ScaledGemmTile::kGemvTma;
+      // 17-32 tokens on a weight of one 128-channel tile per SM but more than one 64-channel
+      // tile: 14336 x 4096 ran 20.0 µs against gemv_tma's 21.0 (cuBLASLt 19.6, whose kernel
+      // there is 128 channels x 32 tokens, one tile per SM).
+      const bool wide_one_wave = tiles(n, 64) > sm_count && tiles(n, 128) <= sm_count;
+      config.tile = !small_weight && m > 16 && wide_one_wave ? ScaledGemmTile::kSwap128x32
+                                                             : ScaledGemmTile::kGemvTma;
     } else if (m <= 64 && !small_weight) {
-      // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. Where
-      // they would need more than one wave over long K, gemv_tma's streams tie with them
-      // (18432 x 7168: 41.2-42.2 µs either way). H200, µs, two runs: 7168 x 18432 38.2 / 39.8
-      // against gemv_tma's 41.3 / 43.2, 14336 x 4096 20.6 / 21.1 against the stream-K tile's
-      // 22.7 / 23.2 (int8 alike).
-      const bool one_wave = (n + 63) / 64 <= sm_count;
-      config.tile = k > 4096 && !one_wave ? ScaledGemmTile::kGemvTma : ScaledGemmTile::kSwap64x64;
+      // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. H200,
+      // µs, two runs: 7168 x 18432 38.2 / 39.8 against gemv_tma's 41.3 / 43.2, 14336 x 4096
+      // 20.6 / 21.1 against the stream-K tile's 22.7 / 23.2 (int8 alike). Where they would need
+      // more than one wave over long K, 192-channel tiles make one (18432 x 7168: 39.0 µs
+      // against 41.2-42.2 for the 64-channel tile and for gemv_tma).
+      if (tiles(n, 64) <= sm_count || k <= 4096) {
+        config.tile = ScaledGemmTile::kSwap64x64;
+      } else {
+        config.tile = tiles(n, 192) <= sm_count ? ScaledGemmTile::kSwap192x64
+                                                : ScaledGemmTile::kGemvTma;
+      }
     } else if (m <= 128) {
       // Where the 64 x 128 tile would leave more than half the SMs idle (4096 channels: 64
       // tiles at 65-128 tokens), the 64 x 64 tile's twice as many CTAs stream the weight
       // faster: at M = 128, 4096 x 4096 ran 9.8 us against 11.6 and 4096 x 14336 21.9 against
       // 27.9 (H200).
-      const std::int64_t medium_tiles = ((n + 127) / 128) * ((m + 63) / 64);
+      const std::int64_t medium_tiles = tiles(n, 128) * tiles(m, 64);
       config.tile = 2 * medium_tiles < sm_count ? ScaledGemmTile::kSmall64x64
                                                 : ScaledGemmTile::kMedium64x128;
     } else {

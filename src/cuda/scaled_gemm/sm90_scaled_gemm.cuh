@@ -78,6 +78,15 @@ struct TileTraits<ScaledGemmTile::kSwap64x32> : TileSpec<true, 64, 32, 1, 2> {};
 template <>
 struct TileTraits<ScaledGemmTile::kSwap64x64> : TileSpec<true, 64, 64, 2, 1> {};
 
+// NOTE: on weights too wide for one 64-channel tile per SM, 128 or 192 channels a tile make
+// about one tile per SM (14336 channels: 112 tiles; 18432: 96), each streaming its whole K, as
+// cuBLASLt's 128 x 32 kernel does at 14336 x 4096; the cluster shares the token tile.
+template <>
+struct TileTraits<ScaledGemmTile::kSwap128x32> : TileSpec<true, 128, 32, 2, 1> {};
+
+template <>
+struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1> {};
+
 template <class ElementAB_, class ElementD_, ScaledGemmTile kTile>
 struct ScaledGemm {
   using Traits = TileTraits<kTile>;
