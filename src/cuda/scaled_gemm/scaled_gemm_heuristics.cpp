@@ -2,9 +2,9 @@
 // and the swapped tiles (weights as CUTLASS's A) stream it where their channel width makes
 // about one tile per SM: where every 64-channel tile's pair of token tiles has SMs of its own,
 // 9-64 tokens (int8 17-64) take 64 x 16 / 64 x 32 tiles whose token tiles share the weights by
-// multicast; at 17-32 tokens a weight of one 128-channel tile per SM takes 128 x 32, and at
-// 33-64 tokens weights over 32 MiB take 64 x 64 (192 x 64 where long K needs 192 channels for
-// one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs read the
+// multicast; at 17-32 tokens a weight over 32 MiB of one 64- or 128-channel tile per SM takes
+// 64 x 16 or 128 x 32, and at 33-64 tokens weights over 32 MiB take 64 x 64 (192 x 64 where
+// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs read the
 // weight once with no tile padding (the mma.sync split-K one on small weights up to 16 tokens,
 // int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as
 // many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle);
@@ -87,12 +87,18 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     } else if (small_weight && (m <= 16 || (int8 && m <= kScaledGemvMaxTokens))) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32) {
-      // 17-32 tokens on a weight of one 128-channel tile per SM but more than one 64-channel
-      // tile: 14336 x 4096 ran 20.0 µs against gemv_tma's 21.0 (cuBLASLt 19.6, whose kernel
-      // there is 128 channels x 32 tokens, one tile per SM).
-      const bool wide_one_wave = tiles(n, 64) > sm_count && tiles(n, 128) <= sm_count;
-      config.tile = !small_weight && m > 16 && wide_one_wave ? ScaledGemmTile::kSwap128x32
-                                                             : ScaledGemmTile::kGemvTma;
+      // 17-32 tokens on a weight of one 64- or 128-channel tile per SM: 7168 x 18432 ran 38.8 /
+      // 39.6 / 39.2 µs with swap64x16 against gemv_tma's 39.8 / 40.7 / 40.4 (three runs), and
+      // 14336 x 4096 20.0 with swap128x32 against 21.0 (cuBLASLt 19.6, whose kernel there is
+      // 128 channels x 32 tokens, one tile per SM).
+      const bool wide = !small_weight && m > 16;
+      if (wide && tiles(n, 64) <= sm_count) {
+        config.tile = ScaledGemmTile::kSwap64x16;
+      } else if (wide && tiles(n, 128) <= sm_count) {
+        config.tile = ScaledGemmTile::kSwap128x32;
+      } else {
+        config.tile = ScaledGemmTile::kGemvTma;
+      }
     } else if (m <= 64 && !small_weight) {
       // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. H200,
       // µs, two runs: 7168 x 18432 38.2 / 39.8 against gemv_tma's 41.3 / 43.2, 14336 x 4096
