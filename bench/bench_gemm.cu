@@ -39,6 +39,13 @@ constexpr GemmShape kShapes[] = {{"llama3-8b qkv/o 4096x4096", 4096, 4096},
                                  {"dsv3 dense up 18432x7168", 18432, 7168},
                                  {"dsv3 dense down 7168x18432", 7168, 18432}};
 
+// scaled_mm's configurations by LOWBIT_SCALED_GEMM name: the swapped CUTLASS tiles (timed for
+// both dtypes at decode sizes), the other CUTLASS tiles, and the GEMVs.
+constexpr const char* kSwapConfigs[] = {"swap64x16", "swap64x32", "swap64x64", "swap128x32",
+                                        "swap192x64"};
+constexpr const char* kTokenTileConfigs[] = {"large128x128", "medium64x128", "small64x64"};
+constexpr const char* kGemvConfigs[] = {"gemv_split_k", "gemv_wgmma", "gemv_tma"};
+
 __global__ void fill_ints_kernel(std::int32_t* data, std::int64_t count, std::int32_t base) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -146,16 +153,16 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       fill_ints_kernel<<<64, 256, 0, bench_stream()>>>(static_cast<std::int32_t*>(azp.get()), m, -8);
       check(cudaGetLastError(), "fill");
       std::int64_t ws_bytes = 0;
-      for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
-        for (const char* config : {"large128x128", "medium64x128", "small64x64", "swap64x16",
-                                    "swap64x32", "swap64x64", "swap128x32", "swap192x64",
-                                    "gemv_split_k",
-                                    "gemv_wgmma", "gemv_tma"}) {
+      auto add_workspace = [&](const char* config) {
+        for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
           setenv("LOWBIT_SCALED_GEMM", config, 1);
           ws_bytes = std::max(ws_bytes, scaled_mm_workspace_bytes(m, n, k, ab, DType::kBF16));
           unsetenv("LOWBIT_SCALED_GEMM");
         }
-      }
+      };
+      for (const char* config : kTokenTileConfigs) add_workspace(config);
+      for (const char* config : kSwapConfigs) add_workspace(config);
+      for (const char* config : kGemvConfigs) add_workspace(config);
       DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
       const Device cuda = Device::kCUDA;
       auto run_ours = [&](int set, bool int8, bool per_token, ScaledMmEpilogue epilogue,
@@ -205,15 +212,12 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       }
       // The GEMVs hold at most 32 tokens, the TMA-fed one 64 (forced beyond that they would run
       // the default).
-      std::vector<const char*> configs = {"large128x128", "medium64x128", "small64x64",
-                                          "swap64x16", "swap64x32", "swap64x64", "swap128x32",
-                                          "swap192x64"};
+      std::vector<const char*> configs(std::begin(kTokenTileConfigs), std::end(kTokenTileConfigs));
+      configs.insert(configs.end(), std::begin(kSwapConfigs), std::end(kSwapConfigs));
       // int8's own tiles at decode sizes (its GEMVs are added below).
       std::vector<const char*> int8_configs;
-      if (decode) {
-        int8_configs = {"swap64x16", "swap64x32", "swap64x64", "swap128x32", "swap192x64"};
-      }
-      for (const char* gemv : {"gemv_split_k", "gemv_wgmma", "gemv_tma"}) {
+      if (decode) int8_configs.assign(std::begin(kSwapConfigs), std::end(kSwapConfigs));
+      for (const char* gemv : kGemvConfigs) {
         if (m <= (std::string(gemv) == "gemv_tma" ? 64 : 32)) {
           configs.push_back(gemv);
           int8_configs.push_back(gemv);
