@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_shapes.h"
+
 namespace lowbit::bench {
 
 struct BenchOptions {
@@ -15,6 +17,10 @@ struct BenchOptions {
   std::string png_path;   // empty: lowbit-bench-<family>.png
   bool quick = false;     // fewer shapes and repetitions (smoke runs)
   std::string filter;     // only rows whose label contains this text (quant, gemm, block-gemm, nvfp4)
+  // gemm and block-gemm: these weights in place of the model shapes, these token counts in place
+  // of the default ones (empty: the defaults).
+  std::vector<GemmShape> shapes;
+  std::vector<std::int64_t> tokens;
 };
 
 // Whether the GEMM row "<shape> M=<m> " matches --filter (empty: every row); e.g. "M=16 " or

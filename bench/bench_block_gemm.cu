@@ -27,17 +27,15 @@ namespace lowbit::bench {
 
 namespace {
 
-struct GemmShape {
-  const char* name;
-  std::int64_t n, k;
-};
 // DeepSeek-V3: the six shapes of the issue's prefill bar, plus kv_a (576 x 7168).
 // o_proj runs last: cuBLASLt 13.1's block-scaled kernel hit an illegal address at M = 1 there
 // on an H200 (it poisons the context), so its block-scaled baseline runs only at M = 4096.
-constexpr GemmShape kShapes[] = {{"q_a+kv_a 2112x7168", 2112, 7168}, {"q_b 24576x1536", 24576, 1536},
-                                 {"kv_b 32768x512", 32768, 512},     {"gate_up 4096x7168", 4096, 7168},
-                                 {"down 7168x2048", 7168, 2048},     {"kv_a 576x7168", 576, 7168},
-                                 {"o_proj 7168x16384", 7168, 16384}};
+// `--shape` replaces them.
+const std::vector<GemmShape> kModelShapes = {
+    {"q_a+kv_a 2112x7168", 2112, 7168}, {"q_b 24576x1536", 24576, 1536},
+    {"kv_b 32768x512", 32768, 512},     {"gate_up 4096x7168", 4096, 7168},
+    {"down 7168x2048", 7168, 2048},     {"kv_a 576x7168", 576, 7168},
+    {"o_proj 7168x16384", 7168, 16384}};
 
 // Floats of a scale buffer for rows x cols scales, with both dims padded to multiples of 128.
 std::int64_t padded_scale_count(std::int64_t rows, std::int64_t cols) {
@@ -69,10 +67,11 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
               "TFLOP/s", "wGB/s", "%copy", "ltblk us", "TFLOP/s", "x blk", "lt1 us", "TFLOP/s", "x pt",
               "each config forced (us)");
   const std::vector<std::int64_t> token_counts =
-      options.quick ? std::vector<std::int64_t>{1, 4096}
-                    : std::vector<std::int64_t>{1, 16, 32, 64, 128, 512, 1024, 4096, 8192};
+      !options.tokens.empty() ? options.tokens
+      : options.quick ? std::vector<std::int64_t>{1, 4096}
+                      : std::vector<std::int64_t>{1, 16, 32, 64, 128, 512, 1024, 4096, 8192};
   nlohmann::json results = nlohmann::json::array();
-  for (const GemmShape& s : kShapes) {
+  for (const GemmShape& s : options.shapes.empty() ? kModelShapes : options.shapes) {
     const std::int64_t n = s.n, k = s.k, kb = (k + 127) / 128, nb = (n + 127) / 128;
     const std::int64_t weight_bytes = n * k + nb * kb * 4;
     const int sets = rotation_sets(weight_bytes, device.l2_bytes);
@@ -85,7 +84,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       fill_scales(static_cast<float*>(weight_scales.back()->get()), padded_scale_count(nb, kb), 1.0f / 256);
     }
     for (std::int64_t m : token_counts) {
-      if (!row_selected(options.filter, s.name, m)) continue;
+      if (!row_selected(options.filter, s.name.c_str(), m)) continue;
       const std::int64_t m_aligned = (m + 3) / 4 * 4;
       DeviceMemory x(m * k), x_scales(padded_scale_count(m, kb) * 4), y(m * n * 2), scalar(16);
       fill_random_bytes(x.get(), m * k, 5, 0xF7);
@@ -151,7 +150,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       const bool skip_block_baseline = k == 16384 && m < 4096;
       if (skip_block_baseline) {
         std::fprintf(stderr, "cuBLASLt block-scaled skipped for M=%lld %s (illegal address in cuBLASLt 13.1)\n",
-                     static_cast<long long>(m), s.name);
+                     static_cast<long long>(m), s.name.c_str());
       }
       for (bool weights_as_a : {true, false}) {
         if (skip_block_baseline) break;
@@ -166,7 +165,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
           break;
         } catch (const Error& e) {
           std::fprintf(stderr, "cuBLASLt block-scaled (%s) unavailable for M=%lld %s: %s\n",
-                       weights_as_a ? "weights as A" : "activations as A", static_cast<long long>(m), s.name, e.what());
+                       weights_as_a ? "weights as A" : "activations as A", static_cast<long long>(m), s.name.c_str(), e.what());
         }
       }
       try {
@@ -177,12 +176,12 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
                  static_cast<const float*>(scalar.get()), y.get());
         }, sets, samples);
       } catch (const Error& e) {
-        std::fprintf(stderr, "cuBLASLt per-tensor unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+        std::fprintf(stderr, "cuBLASLt per-tensor unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name.c_str(), e.what());
       }
       const double flops = 2.0 * m * n * k;
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
       const double weight_gbps = weight_bytes / (ours_us * 1e-6) / 1e9;
-      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx |%s\n", s.name,
+      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx |%s\n", s.name.c_str(),
                   static_cast<long long>(m), ours_us, tflops(ours_us), weight_gbps,
                   decode ? 100 * weight_gbps / copy_gbps : 0.0, blk_us, tflops(blk_us),
                   blk_us > 0 ? blk_us / ours_us : 0.0, pt_us, tflops(pt_us), pt_us > 0 ? pt_us / ours_us : 0.0, config_text.c_str());

@@ -29,15 +29,12 @@ namespace lowbit::bench {
 
 namespace {
 
-struct GemmShape {
-  const char* name;
-  std::int64_t n, k;
-};
-constexpr GemmShape kShapes[] = {{"llama3-8b qkv/o 4096x4096", 4096, 4096},
-                                 {"llama3-8b up 14336x4096", 14336, 4096},
-                                 {"llama3-8b down 4096x14336", 4096, 14336},
-                                 {"dsv3 dense up 18432x7168", 18432, 7168},
-                                 {"dsv3 dense down 7168x18432", 7168, 18432}};
+// The model shapes (`--shape` replaces them).
+const std::vector<GemmShape> kModelShapes = {{"llama3-8b qkv/o 4096x4096", 4096, 4096},
+                                             {"llama3-8b up 14336x4096", 14336, 4096},
+                                             {"llama3-8b down 4096x14336", 4096, 14336},
+                                             {"dsv3 dense up 18432x7168", 18432, 7168},
+                                             {"dsv3 dense down 7168x18432", 7168, 18432}};
 
 // scaled_mm's configurations by LOWBIT_SCALED_GEMM name: the swapped CUTLASS tiles (timed for
 // both dtypes at decode sizes), the other CUTLASS tiles, and the GEMVs.
@@ -116,10 +113,11 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
               "shape", "M", "fp8 us", "TFLOPs", "%rate", "%copy", "rd us", "%rd", "lt us", "x lt", "ltfa us", "x lfa",
               "tokch us", "+%", "i8 us", "azp us", "azpt us", "+%", "+%", "lti8 us", "x lti8");
   const std::vector<std::int64_t> token_counts =
-      options.quick ? std::vector<std::int64_t>{1, 4096}
-                    : std::vector<std::int64_t>{1, 16, 32, 64, 128, 4096, 8192};
+      !options.tokens.empty() ? options.tokens
+      : options.quick         ? std::vector<std::int64_t>{1, 4096}
+                              : std::vector<std::int64_t>{1, 16, 32, 64, 128, 4096, 8192};
   nlohmann::json results = nlohmann::json::array();
-  for (const GemmShape& s : kShapes) {
+  for (const GemmShape& s : options.shapes.empty() ? kModelShapes : options.shapes) {
     const std::int64_t n = s.n, k = s.k;
     const std::int64_t weight_bytes = n * k;
     const int sets = rotation_sets(weight_bytes, device.l2_bytes);
@@ -138,7 +136,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
     // decode row).
     double read_us = 0, read_graph_us = 0, read_dependent_us = 0;
     for (std::int64_t m : token_counts) {
-      if (!row_selected(options.filter, s.name, m)) continue;
+      if (!row_selected(options.filter, s.name.c_str(), m)) continue;
       if (read_us == 0) read_us = measure_read_us(weight_bytes, device.l2_bytes, samples);
       const bool decode = m <= 64;
       if (decode && read_graph_us == 0) {
@@ -244,7 +242,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
           lt_graph_at = launches.size() - 1;
         }
       } catch (const Error& e) {
-        std::fprintf(stderr, "cuBLASLt FP8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+        std::fprintf(stderr, "cuBLASLt FP8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name.c_str(), e.what());
       }
       try {
         lt8 = std::make_unique<CublasLtInt8Gemm>(m, n, k);
@@ -256,7 +254,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
         }});
         lt8_at = launches.size() - 1;
       } catch (const Error& e) {
-        std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name, e.what());
+        std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name.c_str(), e.what());
       }
       const std::vector<double> us = interleaved_median_us(launches, sets, samples, kRounds);
       const double fp8_us = us[fp8_at], fp8_token_channel_us = us[fp8_token_channel_at];
@@ -277,7 +275,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       auto over = [](double us, double base) { return 100.0 * (us / base - 1.0); };
       const double weight_gbps = weight_bytes / (fp8_us * 1e-6) / 1e9;
       std::printf("%-27s %5lld | %8.2f %6.0f %4.0f%% %4.0f%% %7.2f %3.0f%% | %8.2f %4.2fx | %8.2f %4.2fx | %8.2f %+4.1f | %8.2f %8.2f %8.2f %+4.1f %+4.1f | %8.2f %4.2fx\n",
-                  s.name, static_cast<long long>(m), fp8_us, tflops(fp8_us), 100 * tflops(fp8_us) / fp8_tflops,
+                  s.name.c_str(), static_cast<long long>(m), fp8_us, tflops(fp8_us), 100 * tflops(fp8_us) / fp8_tflops,
                   100 * weight_gbps / copy_gbps, read_us, 100 * read_us / fp8_us, lt_us, ratio(lt_us, fp8_us), lt_fast_us, ratio(lt_fast_us, fp8_us),
                   fp8_token_channel_us, over(fp8_token_channel_us, fp8_us), int8_us, int8_azp_us, int8_azp_token_us,
                   over(int8_azp_us, int8_us), over(int8_azp_token_us, int8_us), lt_int8_us, ratio(lt_int8_us, int8_us));

@@ -31,6 +31,7 @@ void print_usage() {
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
       "  bench [FAMILY] [--json FILE] [--png FILE] [--quick] [--filter TEXT]\n"
+      "        [--shape NxK]... [--tokens M1,M2,...]\n"
       "                                           kernel benchmarks with in-run baselines and\n"
       "                                           ceilings; FAMILY: all (default), quant (activation\n"
       "                                           quantization vs copy bandwidth), nvfp4 (MoE GEMVs vs\n"
@@ -40,7 +41,10 @@ void print_usage() {
       "                                           PNG roofline (default lowbit-bench-FAMILY.*);\n"
       "                                           --filter: only quant rows whose label has TEXT,\n"
       "                                           GEMM rows \"<shape> M=<m> \" (gemm, block-gemm) or\n"
-      "                                           nvfp4 rows \"<model> <proj> M=<m> \"\n"
+      "                                           nvfp4 rows \"<model> <proj> M=<m> \";\n"
+      "                                           --shape (repeatable), --tokens: gemm and\n"
+      "                                           block-gemm on these N x K weights and token\n"
+      "                                           counts instead of the model shapes\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }
@@ -136,12 +140,22 @@ int run_bench_command(int argc, char** argv) {
       options.png_path = value;
     } else if (take_value(argc, argv, i, "--filter", value)) {
       options.filter = value;
+    } else if (take_value(argc, argv, i, "--shape", value)) {
+      options.shapes.push_back(lowbit::bench::parse_gemm_shape(value));
+    } else if (take_value(argc, argv, i, "--tokens", value)) {
+      options.tokens = lowbit::bench::parse_token_counts(value);
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       options.quick = true;
     } else {
       std::fprintf(stderr, "lowbit bench: unknown option '%s'\n", argv[i]);
       return 2;
     }
+  }
+  if ((!options.shapes.empty() || !options.tokens.empty()) && family != "gemm" &&
+      family != "block-gemm") {
+    std::fprintf(stderr, "lowbit bench: --shape and --tokens apply to the gemm and block-gemm "
+                         "families, not '%s'\n", family.c_str());
+    return 2;
   }
   return lowbit::bench::run_benchmarks(family, options);
 }

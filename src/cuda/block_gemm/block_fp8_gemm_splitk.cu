@@ -7,6 +7,7 @@
 
 #include "block_fp8_gemm_tall.cuh"
 #include "block_fp8_gemm_tall_launch.h"
+#include "../../common/config_print.h"
 
 namespace lowbit::cuda {
 
@@ -51,13 +52,10 @@ int choose_splits(int tiles, int k_blocks) {
     if (k_blocks < kMinKBlocksPerSplit * candidate) break;
     if (tiles <= resident_split_clusters(candidate)) splits = candidate;
   }
-  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
-  if (print) {
-    std::fprintf(stderr, "[lowbit] splitk128x128: %d tiles, %d K blocks: cluster of %d (resident "
-                 "clusters of 2/3/4/8: %d/%d/%d/%d)\n", tiles, k_blocks, splits,
-                 resident_split_clusters(2), resident_split_clusters(3),
-                 resident_split_clusters(4), resident_split_clusters(8));
-  }
+  detail::print_config_once("splitk128x128: %d tiles, %d K blocks: cluster of %d (resident "
+                            "clusters of 2/3/4/8: %d/%d/%d/%d)", tiles, k_blocks, splits,
+                            resident_split_clusters(2), resident_split_clusters(3),
+                            resident_split_clusters(4), resident_split_clusters(8));
   return splits;
 }
 

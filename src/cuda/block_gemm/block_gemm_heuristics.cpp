@@ -12,6 +12,7 @@
 
 #include "block_fp8_gemv_launch.h"
 #include "block_gemm_config.h"
+#include "../../common/config_print.h"
 
 namespace lowbit::cuda {
 
@@ -184,12 +185,9 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   if (is_own_prefill(config.tile)) {
     config.realign_a_scales = !a_scales_m_major || a_scale_stride_k % 4 != 0;
   }
-  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
-  if (print) {
-    std::fprintf(stderr, "[lowbit] block_fp8_mm m=%lld n=%lld k=%lld: %s\n",
-                 static_cast<long long>(m), static_cast<long long>(n),
-                 static_cast<long long>(k), describe(config).c_str());
-  }
+  detail::print_config_once("block_fp8_mm m=%lld n=%lld k=%lld: %s", static_cast<long long>(m),
+                            static_cast<long long>(n), static_cast<long long>(k),
+                            describe(config).c_str());
   return config;
 }
 

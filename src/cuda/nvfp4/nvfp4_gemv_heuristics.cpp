@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "nvfp4_gemv_config.h"
+#include "../../common/config_print.h"
 
 namespace lowbit::cuda {
 
@@ -55,16 +56,12 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
       config = {1, 4};
     }
   }
-  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
-  if (print) {
-    std::fprintf(stderr,
-                 "[lowbit] nvfp4_%sgemv rows=%lld cols=%lld slots=%lld pairs=%lld: "
-                 "warps_per_tile=%d unroll=%d%s\n",
-                 sparse ? "sparse24_" : "", static_cast<long long>(rows),
-                 static_cast<long long>(cols), static_cast<long long>(slots),
-                 static_cast<long long>(pairs),
-                 config.warps_per_tile, config.unroll, config.balanced ? " balanced" : "");
-  }
+  detail::print_config_once("nvfp4_%sgemv rows=%lld cols=%lld slots=%lld pairs=%lld: "
+                            "warps_per_tile=%d unroll=%d%s",
+                            sparse ? "sparse24_" : "", static_cast<long long>(rows),
+                            static_cast<long long>(cols), static_cast<long long>(slots),
+                            static_cast<long long>(pairs), config.warps_per_tile, config.unroll,
+                            config.balanced ? " balanced" : "");
   return config;
 }
 

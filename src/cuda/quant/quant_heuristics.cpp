@@ -10,19 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../../common/config_print.h"
+
 namespace lowbit::cuda {
 
 namespace {
 constexpr std::int64_t kPipelinedFromBytes = std::int64_t{8} << 20;
 constexpr int kElementsPerLane = 8;  // direct kernel
-
-bool print_config() {
-  static const bool print = [] {
-    const char* text = std::getenv("LOWBIT_PRINT_CONFIG");
-    return text && text[0] == '1';
-  }();
-  return print;
-}
 
 int env_int(const char* name) {
   const char* text = std::getenv(name);
@@ -75,13 +69,12 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
       config.threads_per_block /= 2;
     }
   }
-  if (print_config()) {
-    std::fprintf(stderr, "[lowbit] %s: %lld input bytes, %lld groups of %d -> %s kernel, %d "
-                 "threads/block, %d blocks/SM, %d vectors/lane\n", op,
-                 static_cast<long long>(input_bytes), static_cast<long long>(total_groups),
-                 group_size, config.kernel == GroupQuantKernel::kPipelined ? "pipelined" : "direct",
-                 config.threads_per_block, config.blocks_per_sm, config.vectors_per_lane);
-  }
+  detail::print_config_once(
+      "%s: %lld input bytes, %lld groups of %d -> %s kernel, %d threads/block, %d blocks/SM, "
+      "%d vectors/lane", op, static_cast<long long>(input_bytes),
+      static_cast<long long>(total_groups), group_size,
+      config.kernel == GroupQuantKernel::kPipelined ? "pipelined" : "direct",
+      config.threads_per_block, config.blocks_per_sm, config.vectors_per_lane);
   return config;
 }
 
@@ -91,10 +84,9 @@ bool choose_per_tensor_one_launch(const char* op, bool fits_one_launch) {
     return text && std::strcmp(text, "two_pass") == 0;
   }();
   const bool one_launch = fits_one_launch && !forced_two_pass;
-  if (print_config()) {
-    std::fprintf(stderr, "[lowbit] %s: dynamic per-tensor -> %s\n", op,
-                 one_launch ? "one_launch (16-block cluster)" : "two_pass (amax + quantize)");
-  }
+  detail::print_config_once("%s: dynamic per-tensor -> %s", op,
+                            one_launch ? "one_launch (16-block cluster)"
+                                       : "two_pass (amax + quantize)");
   return one_launch;
 }
 

@@ -15,6 +15,7 @@
 
 #include "scaled_gemm_config.h"
 #include "scaled_gemv_launch.h"
+#include "../../common/config_print.h"
 
 namespace lowbit::cuda {
 
@@ -123,12 +124,9 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       config.tile = ScaledGemmTile::kLarge128x128;
     }
   }
-  static const bool print = std::getenv("LOWBIT_PRINT_CONFIG") != nullptr;
-  if (print) {
-    std::fprintf(stderr, "[lowbit] scaled_mm %s m=%lld n=%lld k=%lld: %s\n", dtype_name(ab_dtype),
-                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
-                 scaled_gemm_tile_name(config.tile));
-  }
+  detail::print_config_once("scaled_mm %s m=%lld n=%lld k=%lld: %s", dtype_name(ab_dtype),
+                            static_cast<long long>(m), static_cast<long long>(n),
+                            static_cast<long long>(k), scaled_gemm_tile_name(config.tile));
   return config;
 }
 
