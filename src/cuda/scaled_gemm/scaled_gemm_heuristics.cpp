@@ -2,11 +2,11 @@
 // and the swapped tiles (weights as CUTLASS's A) stream it where their channel width makes
 // about one tile per SM: where every 64-channel tile's pair of token tiles has SMs of its own,
 // 9-64 tokens (int8 17-64) take 64 x 16 / 64 x 32 tiles whose token tiles share the weights by
-// multicast; at 17-32 tokens a weight over 32 MiB of one 64- or 128-channel tile per SM takes
-// 64 x 16 or 128 x 32, and at 33-64 tokens weights over 32 MiB take 64 x 64 (192 x 64 where
-// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs read the
-// weight once with no tile padding (the mma.sync split-K one on small weights up to 16 tokens,
-// int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as
+// multicast; at 17-32 tokens weights over 32 MiB take 64 x 16 (one wave of >= 3/4 of the SMs)
+// or 128 x 32 (waves >= 60% full), and at 33-64 tokens 64 x 64 (192 x 64 where long K needs 192
+// channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs
+// read the weight once with no tile padding (the mma.sync split-K one on small weights up to 16
+// tokens, int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as
 // many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle);
 // above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
 #include <cstdio>
@@ -57,6 +57,11 @@ bool parse_override(ScaledGemmTile& tile) {
 
 std::int64_t tiles(std::int64_t extent, std::int64_t tile) { return (extent + tile - 1) / tile; }
 
+// The share of the SM slots that `count` tiles, one per CTA, fill over their waves.
+double wave_use(std::int64_t count, int sm_count) {
+  return static_cast<double>(count) / static_cast<double>(tiles(count, sm_count) * sm_count);
+}
+
 }  // namespace
 
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
@@ -88,14 +93,18 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     } else if (small_weight && (m <= 16 || (int8 && m <= kScaledGemvMaxTokens))) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32) {
-      // 17-32 tokens on a weight of one 64- or 128-channel tile per SM: 7168 x 18432 ran 38.8 /
-      // 39.6 / 39.2 µs with swap64x16 against gemv_tma's 39.8 / 40.7 / 40.4 (three runs), and
-      // 14336 x 4096 20.0 with swap128x32 against 21.0 (cuBLASLt 19.6, whose kernel there is
-      // 128 channels x 32 tokens, one tile per SM).
+      // 17-32 tokens on a weight over 32 MiB: swapped tiles of one channel tile per CTA, where
+      // their waves keep the SMs busy (wave_use). 64 x 16 in one wave of >= 3/4 of the SMs:
+      // 7168 x 18432 ran 38.8 / 39.6 / 39.2 µs against gemv_tma's 39.8 / 40.7 / 40.4 (three
+      // runs); 5120-wide weights (80 tiles) lost, 5120 x 25600 50.4 against 40.6. Else 128 x 32
+      // in waves >= 60% full (cuBLASLt's kernel on 14336 x 4096): 14336 x 4096 20.0 against 21.0,
+      // 10240 x 8192 26.8 against 27.4, 28672 x 8192 (1.7 waves) 62.5 against 65.7; 18432 x
+      // 7168 (144 tiles, 1.09 waves) lost, 42.4-44.2 against 39.0-40.3, and 40 tiles (5120 x
+      // 25600) lost, 43.5 against 40.6. Else gemv_tma.
       const bool wide = !small_weight && m > 16;
-      if (wide && tiles(n, 64) <= sm_count) {
+      if (wide && tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count) {
         config.tile = ScaledGemmTile::kSwap64x16;
-      } else if (wide && tiles(n, 128) <= sm_count) {
+      } else if (wide && wave_use(tiles(n, 128), sm_count) >= 0.6) {
         config.tile = ScaledGemmTile::kSwap128x32;
       } else {
         config.tile = ScaledGemmTile::kGemvTma;
@@ -103,15 +112,14 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     } else if (m <= 64 && !small_weight) {
       // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. H200,
       // µs, two runs: 7168 x 18432 38.2 / 39.8 against gemv_tma's 41.3 / 43.2, 14336 x 4096
-      // 20.6 / 21.1 against the stream-K tile's 22.7 / 23.2 (int8 alike). Where they would need
-      // more than one wave over long K, 192-channel tiles make one (18432 x 7168: 39.0 µs
-      // against 41.2-42.2 for the 64-channel tile and for gemv_tma).
-      if (tiles(n, 64) <= sm_count || k <= 4096) {
-        config.tile = ScaledGemmTile::kSwap64x64;
-      } else {
-        config.tile = tiles(n, 192) <= sm_count ? ScaledGemmTile::kSwap192x64
-                                                : ScaledGemmTile::kGemvTma;
-      }
+      // 20.6 / 21.1 against the stream-K tile's 22.7 / 23.2 (int8 alike); over several waves too:
+      // 28672 x 8192 67.0 against gemv_tma's 87.3, 25600 x 5120 41.4 against 53.3. Where the
+      // 64-channel tiles would need more than one wave over long K but 192-channel ones make
+      // one, those (18432 x 7168: 39.0 µs against 41.2-42.2 for the 64-channel tile and for
+      // gemv_tma).
+      const bool one_wide_wave = tiles(n, 64) > sm_count && tiles(n, 192) <= sm_count;
+      config.tile = one_wide_wave && k > 4096 ? ScaledGemmTile::kSwap192x64
+                                              : ScaledGemmTile::kSwap64x64;
     } else if (m <= 128) {
       // Where the 64 x 128 tile would leave more than half the SMs idle (4096 channels: 64
       // tiles at 65-128 tokens), the 64 x 64 tile's twice as many CTAs stream the weight
