@@ -91,6 +91,15 @@ bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   return m > 64 ? tiles <= 64 : tiles >= 9 && tiles <= 24;
 }
 
+// 33-64 tokens on a wide weight of short K (two or more 4096-row widths, K <= 6144): the
+// pingpong 64 x 128 tile beats the TMA GEMV and the swapped stream-K tile. Measured on an H200
+// (docs/perf/block_gemm.md, twenty-fifth session) at M = 64: Qwen3-32B's 10240 x 5120 19.2 us
+// against 23.0 (gemv_tma), 25600 x 5120 41.4 against 43.7 (decode64); DeepSeek-V3's q_b
+// (24576 x 1536) 16.3-17.1 against 16.7-17.7 over six runs. It lost on narrower or deeper
+// weights: 4096 x 7168 (22-23 against 18.6-20), 5120 x 8192 (23.8 against 21.7), 7168 x 16384
+// (44.3 against 41.6).
+bool wide_short_k(std::int64_t n, std::int64_t k) { return n >= 8192 && k <= 6144; }
+
 }  // namespace
 
 BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
@@ -111,6 +120,8 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // kept: the GEMVs serve both output dtypes
   } else if (!forced && !fp32_output && split_k_shape(m, n, k)) {
     config.tile = BlockGemmTile::kSplitK128x128;
+  } else if (!forced && !fp32_output && m > 32 && m <= 64 && wide_short_k(n, k)) {
+    config.tile = BlockGemmTile::kPrefill64x128Pingpong;
   } else if (!forced && (m <= 32 || (m <= 64 && n * k <= (std::int64_t{64} << 20)))) {
     // The TMA-fed wgmma GEMV streams the weight once with no token padding and no workspace,
     // in either output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md)
@@ -173,7 +184,10 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else if (m <= 64) {  // (M <= 32 went to the GEMV above; decode32 is forced only)
       config.tile = BlockGemmTile::kDecode64;
-    } else if (m <= 128 || k <= 512 || (narrow && m <= 1024)) {
+    } else if (k <= 512 || (narrow && m <= 1024)) {
+      // (65-128 tokens with K > 2048 and more tiles than split-K takes run the 128 x 128 tile:
+      // Qwen3-32B's 10240 x 5120 at M = 128 23.3 us against 31.5 for the pingpong tile,
+      // 25600 x 5120 48.6 against 61.1; H200, docs/perf/block_gemm.md.)
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
     } else {
       config.tile = BlockGemmTile::kPrefill128x128;
