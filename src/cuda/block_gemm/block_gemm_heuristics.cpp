@@ -199,9 +199,11 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
   if (is_own_prefill(config.tile)) {
     config.realign_a_scales = !a_scales_m_major || a_scale_stride_k % 4 != 0;
   }
-  detail::print_config_once("block_fp8_mm m=%lld n=%lld k=%lld: %s", static_cast<long long>(m),
-                            static_cast<long long>(n), static_cast<long long>(k),
-                            describe(config).c_str());
+  if (detail::print_config_enabled()) {  // describe() builds a string: only when printing
+    detail::print_config_once("block_fp8_mm m=%lld n=%lld k=%lld: %s", static_cast<long long>(m),
+                              static_cast<long long>(n), static_cast<long long>(k),
+                              describe(config).c_str());
+  }
   return config;
 }
 

@@ -6,9 +6,9 @@
 // or 128 x 32 (waves >= 60% full), and at 33-64 tokens 64 x 64 (192 x 64 where long K needs 192
 // channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs
 // read the weight once with no tile padding (the mma.sync split-K one on small weights up to 16
-// tokens, int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as
-// many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle);
-// above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
+// tokens, int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps
+// twice as many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs
+// idle); above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
