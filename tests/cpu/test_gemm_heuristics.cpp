@@ -1,0 +1,83 @@
+// The GEMM heuristics' choices on the weights they were measured on (H200, 132 SMs;
+// docs/perf/scaled_gemm.md and docs/perf/block_gemm.md): host code of the CUDA build, checked
+// without a GPU so that a rule edit that moves a measured choice fails here first.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "../../src/cuda/block_gemm/block_gemm_config.h"
+#include "../../src/cuda/scaled_gemm/scaled_gemm_config.h"
+
+namespace {
+
+using lowbit::DType;
+using lowbit::cuda::BlockGemmTile;
+using lowbit::cuda::ScaledGemmTile;
+
+constexpr int kH200Sms = 132;
+
+ScaledGemmTile scaled_tile(std::int64_t m, std::int64_t n, std::int64_t k,
+                           DType dtype = DType::kFP8E4M3) {
+  unsetenv("LOWBIT_SCALED_GEMM");
+  return lowbit::cuda::choose_scaled_gemm_config(m, n, k, dtype, kH200Sms).tile;
+}
+
+BlockGemmTile block_tile(std::int64_t m, std::int64_t n, std::int64_t k, bool fp32 = false) {
+  unsetenv("LOWBIT_BLOCK_GEMM");
+  return lowbit::cuda::choose_block_fp8_gemm_config(m, n, k, true, 4, fp32).tile;
+}
+
+TEST(ScaledGemmHeuristics, SeventeenToThirtyTwoTokensByWaveUse) {
+  // 64 x 16 in one wave of >= 3/4 of the SMs (7168: 112 tiles); not at 80 tiles (5120).
+  EXPECT_EQ(scaled_tile(32, 7168, 18432), ScaledGemmTile::kSwap64x16);
+  EXPECT_EQ(scaled_tile(32, 5120, 25600), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(32, 5120, 8192), ScaledGemmTile::kGemvTma);
+  // 128 x 32 where its tiles fill >= 60% of their waves: 112, 80, 224, 200 tiles.
+  EXPECT_EQ(scaled_tile(32, 14336, 4096), ScaledGemmTile::kSwap128x32);
+  EXPECT_EQ(scaled_tile(32, 10240, 8192), ScaledGemmTile::kSwap128x32);
+  EXPECT_EQ(scaled_tile(24, 28672, 8192), ScaledGemmTile::kSwap128x32);
+  EXPECT_EQ(scaled_tile(32, 25600, 5120), ScaledGemmTile::kSwap128x32);
+  // 144 tiles (1.09 waves) lost to the GEMV.
+  EXPECT_EQ(scaled_tile(32, 18432, 7168), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(16, 18432, 7168), ScaledGemmTile::kGemvTma);
+}
+
+TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwappedOnWideWeights) {
+  EXPECT_EQ(scaled_tile(64, 18432, 7168), ScaledGemmTile::kSwap192x64);
+  EXPECT_EQ(scaled_tile(64, 7168, 18432), ScaledGemmTile::kSwap64x64);
+  EXPECT_EQ(scaled_tile(64, 28672, 8192), ScaledGemmTile::kSwap64x64);
+  EXPECT_EQ(scaled_tile(48, 25600, 5120, DType::kInt8), ScaledGemmTile::kSwap64x64);
+  EXPECT_EQ(scaled_tile(64, 4096, 14336), ScaledGemmTile::kSwap64x32);
+  for (std::int64_t n : {4096, 5120, 7168, 8192, 10240, 14336, 18432, 25600, 28672, 57344}) {
+    for (std::int64_t k : {4096, 5120, 7168, 8192, 14336, 18432, 25600, 28672}) {
+      if (n * k <= (std::int64_t{32} << 20)) continue;
+      for (std::int64_t m = 33; m <= 64; ++m) {
+        EXPECT_FALSE(lowbit::cuda::is_gemv(scaled_tile(m, n, k))) << n << "x" << k << " M=" << m;
+      }
+    }
+  }
+}
+
+TEST(BlockGemmHeuristics, WideShortKAtThirtyThreeToSixtyFourTokens) {
+  EXPECT_EQ(block_tile(64, 10240, 5120), BlockGemmTile::kPrefill64x128Pingpong);
+  EXPECT_EQ(block_tile(48, 24576, 1536), BlockGemmTile::kPrefill64x128Pingpong);
+  EXPECT_EQ(block_tile(64, 25600, 5120), BlockGemmTile::kPrefill64x128Pingpong);
+  // Narrower or deeper weights keep the GEMV / the swapped stream-K tile.
+  EXPECT_EQ(block_tile(64, 4096, 7168), BlockGemmTile::kGemvTma);
+  EXPECT_EQ(block_tile(64, 5120, 8192), BlockGemmTile::kGemvTma);
+  EXPECT_EQ(block_tile(64, 7168, 16384), BlockGemmTile::kDecode64);
+  // The pingpong tile has no fp32 output; the GEMV serves it.
+  EXPECT_EQ(block_tile(64, 10240, 5120, true), BlockGemmTile::kGemvTma);
+}
+
+TEST(BlockGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
+  EXPECT_EQ(block_tile(128, 10240, 5120), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(96, 28672, 8192), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(128, 7168, 16384), BlockGemmTile::kSplitK128x128);
+  EXPECT_EQ(block_tile(128, 24576, 1536), BlockGemmTile::kPrefill128x192Multicast);
+  EXPECT_EQ(block_tile(128, 7168, 2048), BlockGemmTile::kPrefill64x128Pingpong);
+  EXPECT_EQ(block_tile(128, 32768, 512), BlockGemmTile::kPrefill64x128Pingpong);
+}
+
+}  // namespace
