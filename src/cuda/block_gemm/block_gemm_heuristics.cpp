@@ -126,7 +126,8 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // The TMA-fed wgmma GEMV streams the weight once with no token padding and no workspace,
     // in either output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md)
     // it is the fastest configuration at M <= 64 on the six DeepSeek-V3 shapes up to 38 MB
-    // (1.1-1.9x), and on the 117 MB o_proj at M <= 32 since its step scales are staged before
+    // (1.1-1.9x; at 33-64 tokens q_b and kv_b now take the pingpong tile above, wide_short_k),
+    // and on the 117 MB o_proj at M <= 32 since its step scales are staged before
     // its loop (M = 16: 36.3-36.5 against 39.3-40.0 us for decode32); at M = 64 there the
     // swapped stream-K tile is as fast.
     config.tile = BlockGemmTile::kGemvTma;
