@@ -100,6 +100,19 @@ bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
 // (44.3 against 41.6).
 bool wide_short_k(std::int64_t n, std::int64_t k) { return n >= 8192 && k <= 6144; }
 
+// 65-128 tokens (one 128-token tile) where the 128 x 128 tile's weight tiles overflow one wave
+// (more than 132) and the 128 x 192 tile's clusters make one: each SM streams one 192-row slice
+// of the weight instead of a second, mostly empty wave. Measured on an H200
+// (docs/perf/block_gemm.md, twenty-sixth session), us at M = 80 / 96 / 128 against the 128 x 128
+// tile: 18432 x 7168 42.6 / 42.6 / 42.9 against 51.0 / 49.2 / 49.6; DeepSeek-V3's q_b
+// (24576 x 1536) 16.9-17.0 against 19.3-20.3 (pingpong) at M = 128. Where the 192-row clusters
+// take a second wave it loses: 25600 x 5120 (67 clusters) 60.6-63.2 against 48.6-49.8, 28672 x
+// 8192 (75) 94.6-100.3 against 74.6-78.9; K <= 1024 is unmeasured here (kv_b lost at 512).
+bool one_wave_of_192_over_128(std::int64_t m, std::int64_t n) {
+  constexpr std::int64_t kSms = 132;
+  return (n + 127) / 128 > kSms && tall_waves(m, n, 192) == 1;
+}
+
 }  // namespace
 
 BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
@@ -174,12 +187,7 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
       config.tile = pairs_144 && !pairs_192 && tall_waves(m, n, 144) <= tall_waves(m, n, 192)
                         ? BlockGemmTile::kPrefill128x144Multicast
                         : BlockGemmTile::kPrefill128x192Multicast;
-    } else if (m <= 128 && n >= 16384 && k > 1024 && k < 2048) {
-      // Very wide, mid-length K (DeepSeek-V3's q_b, 24576 x 1536) at M = 65-128: the 128 x 192
-      // tile's 64 cluster tiles fill about one wave. Measured on an H200 at M = 128 in three
-      // runs (docs/perf/block_gemm.md): 16.9-17.0 against 19.3-20.3 us for the pingpong tile.
-      // Shorter and longer K lost on it (kv_b, K = 512: 14.1-14.2 against 13.1-14.0; down,
-      // K = 2048: 14.7-15.0 against 11.3-14.2), so it is kept to this band.
+    } else if (m > 64 && m <= 128 && k > 1024 && one_wave_of_192_over_128(m, n)) {
       config.tile = BlockGemmTile::kPrefill128x192Multicast;
     } else if (m <= 128 && k <= 2048) {
       config.tile = BlockGemmTile::kPrefill64x128Pingpong;
