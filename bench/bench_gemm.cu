@@ -40,7 +40,8 @@ const std::vector<GemmShape> kModelShapes = {{"llama3-8b qkv/o 4096x4096", 4096,
 // both dtypes at decode sizes), the other CUTLASS tiles, and the GEMVs.
 constexpr const char* kSwapConfigs[] = {"swap64x16", "swap64x32", "swap64x64", "swap128x32",
                                         "swap192x64"};
-constexpr const char* kTokenTileConfigs[] = {"large128x128", "medium64x128", "small64x64"};
+constexpr const char* kTokenTileConfigs[] = {"large128x128", "medium64x128", "small64x64",
+                                            "coop128x192"};
 constexpr const char* kGemvConfigs[] = {"gemv_split_k", "gemv_wgmma", "gemv_tma"};
 
 __global__ void fill_ints_kernel(std::int32_t* data, std::int64_t count, std::int32_t base) {
@@ -212,9 +213,11 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       // the default).
       std::vector<const char*> configs(std::begin(kTokenTileConfigs), std::end(kTokenTileConfigs));
       configs.insert(configs.end(), std::begin(kSwapConfigs), std::end(kSwapConfigs));
-      // int8's own tiles at decode sizes (its GEMVs are added below).
+      // int8's own tiles: the swapped ones at decode sizes (its GEMVs are added below), the
+      // token tiles above 64 tokens.
       std::vector<const char*> int8_configs;
       if (decode) int8_configs.assign(std::begin(kSwapConfigs), std::end(kSwapConfigs));
+      if (m > 64) int8_configs.assign(std::begin(kTokenTileConfigs), std::end(kTokenTileConfigs));
       for (const char* gemv : kGemvConfigs) {
         if (m <= (std::string(gemv) == "gemv_tma" ? 64 : 32)) {
           configs.push_back(gemv);

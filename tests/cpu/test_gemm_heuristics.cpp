@@ -59,6 +59,34 @@ TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwappedOnWideWeight
   }
 }
 
+TEST(ScaledGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
+  // The cooperative 128 x 192 tile where its tiles make one wave and 128-channel ones do not.
+  for (std::int64_t n : {18432, 20480, 22016, 24576}) {
+    EXPECT_EQ(scaled_tile(80, n, 7168), ScaledGemmTile::kCoop128x192) << n;
+    EXPECT_EQ(scaled_tile(128, n, 7168, DType::kInt8), ScaledGemmTile::kCoop128x192) << n;
+  }
+  EXPECT_EQ(scaled_tile(128, 28672, 8192), ScaledGemmTile::kMedium64x128);
+  EXPECT_EQ(scaled_tile(128, 14336, 4096), ScaledGemmTile::kMedium64x128);
+  EXPECT_EQ(scaled_tile(128, 4096, 4096), ScaledGemmTile::kSmall64x64);
+  // A small weight at 33-64 tokens keeps the 64-token tiles.
+  EXPECT_EQ(scaled_tile(64, 18432, 1536), ScaledGemmTile::kMedium64x128);
+}
+
+TEST(ScaledGemmHeuristics, MediumTokenCountsByEstimatedWaves) {
+  EXPECT_EQ(scaled_tile(192, 10240, 8192), ScaledGemmTile::kCoop128x192);
+  EXPECT_EQ(scaled_tile(256, 10240, 8192), ScaledGemmTile::kCoop128x192);
+  EXPECT_EQ(scaled_tile(256, 4096, 14336), ScaledGemmTile::kMedium64x128);
+  EXPECT_EQ(scaled_tile(192, 4096, 4096, DType::kInt8), ScaledGemmTile::kMedium64x128);
+  // Where no tile is estimated >= 10% faster, the 128 x 128 tile.
+  for (std::int64_t m : {192, 256, 512, 1024}) {
+    EXPECT_EQ(scaled_tile(m, 14336, 4096), ScaledGemmTile::kLarge128x128) << m;
+    EXPECT_EQ(scaled_tile(m, 7168, 18432), ScaledGemmTile::kLarge128x128) << m;
+    EXPECT_EQ(scaled_tile(m, 28672, 8192), ScaledGemmTile::kLarge128x128) << m;
+  }
+  EXPECT_EQ(scaled_tile(1024, 10240, 8192), ScaledGemmTile::kLarge128x128);
+  EXPECT_EQ(scaled_tile(4096, 4096, 4096), ScaledGemmTile::kLarge128x128);
+}
+
 TEST(BlockGemmHeuristics, WideShortKAtThirtyThreeToSixtyFourTokens) {
   EXPECT_EQ(block_tile(64, 10240, 5120), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(48, 24576, 1536), BlockGemmTile::kPrefill64x128Pingpong);
@@ -76,6 +104,15 @@ TEST(BlockGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
   EXPECT_EQ(block_tile(96, 28672, 8192), BlockGemmTile::kPrefill128x128);
   EXPECT_EQ(block_tile(128, 7168, 16384), BlockGemmTile::kSplitK128x128);
   EXPECT_EQ(block_tile(128, 24576, 1536), BlockGemmTile::kPrefill128x192Multicast);
+  // One wave of 128 x 192 cluster tiles where 128 x 128 tiles take a second (144 tiles).
+  for (std::int64_t m : {65, 80, 96, 128}) {
+    EXPECT_EQ(block_tile(m, 18432, 7168), BlockGemmTile::kPrefill128x192Multicast) << m;
+  }
+  EXPECT_EQ(block_tile(64, 18432, 7168), BlockGemmTile::kDecode64);
+  EXPECT_EQ(block_tile(129, 18432, 7168), BlockGemmTile::kPrefill128x128);
+  // Two waves of 192-row clusters (67 and 75) keep the 128 x 128 tile.
+  EXPECT_EQ(block_tile(128, 25600, 5120), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(80, 28672, 8192), BlockGemmTile::kPrefill128x128);
   EXPECT_EQ(block_tile(128, 7168, 2048), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(128, 32768, 512), BlockGemmTile::kPrefill64x128Pingpong);
 }

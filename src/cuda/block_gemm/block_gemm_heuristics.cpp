@@ -101,13 +101,16 @@ bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
 bool wide_short_k(std::int64_t n, std::int64_t k) { return n >= 8192 && k <= 6144; }
 
 // 65-128 tokens (one 128-token tile) where the 128 x 128 tile's weight tiles overflow one wave
-// (more than 132) and the 128 x 192 tile's clusters make one: each SM streams one 192-row slice
-// of the weight instead of a second, mostly empty wave. Measured on an H200
-// (docs/perf/block_gemm.md, twenty-sixth session), us at M = 80 / 96 / 128 against the 128 x 128
-// tile: 18432 x 7168 42.6 / 42.6 / 42.9 against 51.0 / 49.2 / 49.6; DeepSeek-V3's q_b
-// (24576 x 1536) 16.9-17.0 against 19.3-20.3 (pingpong) at M = 128. Where the 192-row clusters
-// take a second wave it loses: 25600 x 5120 (67 clusters) 60.6-63.2 against 48.6-49.8, 28672 x
-// 8192 (75) 94.6-100.3 against 74.6-78.9; K <= 1024 is unmeasured here (kv_b lost at 512).
+// (more than 132) and the 128 x 192 tile's clusters make one (16897-25344 rows): each SM streams
+// one 192-row slice of the weight instead of a second, mostly empty wave. Measured on an H200
+// (docs/perf/block_gemm.md, twenty-sixth session), us at M = 80 / 128 against the previous
+// choice: 18432 x 7168 42.6 / 42.9 against 51.0 / 49.6 (128 x 128), 20480 x 5120 35.9 / 35.6
+// against 42.4 / 41.2, 22016 x 8192 52.8 / 53.5 against 64.9 / 62.1, 24576 x 7168 51.3 / 51.8
+// against 64.2 / 61.4, 18432 x 16384 85.5 / 86.7 against 100.7 / 97.3, 18432 x 2048 17.5 / 17.5
+// against 23.7 / 22.0 (pingpong); DeepSeek-V3's q_b (24576 x 1536) 16.9-17.0 against 19.3-20.3
+// (pingpong) at M = 128. Where the 192-row clusters take a second wave it loses: 25600 x 5120
+// (67 clusters) 60.6-63.2 against 48.6-49.8, 28672 x 8192 (75) 94.6-100.3 against 74.6-78.9.
+// K <= 1024 stays out, unmeasured in the band (kv_b, K = 512, lost on it).
 bool one_wave_of_192_over_128(std::int64_t m, std::int64_t n) {
   constexpr std::int64_t kSms = 132;
   return (n + 127) / 128 > kSms && tall_waves(m, n, 192) == 1;

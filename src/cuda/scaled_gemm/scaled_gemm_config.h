@@ -18,6 +18,7 @@ enum class ScaledGemmTile : std::uint8_t {
   kSwap64x64,      // swap A/B: 64 channels x 64 tokens, pingpong, cluster along the channels
   kSwap128x32,     // swap A/B: 128 channels x 32 tokens, pingpong, cluster along the channels
   kSwap192x64,     // swap A/B: 192 channels x 64 tokens, pingpong, cluster along the channels
+  kCoop128x192,    // 128 tokens x 192 channels, cooperative, cluster 1x2 along the channels
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
   kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
   kGemvTma,        // M <= 64: wgmma GEMV fed by TMA, 64 channels per block, K split over cluster
@@ -25,7 +26,7 @@ enum class ScaledGemmTile : std::uint8_t {
 inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kSmall64x64,
     ScaledGemmTile::kSwap64x16,    ScaledGemmTile::kSwap64x32,    ScaledGemmTile::kSwap64x64,
-    ScaledGemmTile::kSwap128x32,   ScaledGemmTile::kSwap192x64,
+    ScaledGemmTile::kSwap128x32,   ScaledGemmTile::kSwap192x64,   ScaledGemmTile::kCoop128x192,
     ScaledGemmTile::kGemvSplitK,   ScaledGemmTile::kGemvWgmma,    ScaledGemmTile::kGemvTma};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).

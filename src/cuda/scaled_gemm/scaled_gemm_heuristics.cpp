@@ -29,6 +29,7 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kSwap64x64: return "swap64x64";
     case ScaledGemmTile::kSwap128x32: return "swap128x32";
     case ScaledGemmTile::kSwap192x64: return "swap192x64";
+    case ScaledGemmTile::kCoop128x192: return "coop128x192";
     case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
     case ScaledGemmTile::kGemvWgmma: return "gemv_wgmma";
     case ScaledGemmTile::kGemvTma: return "gemv_tma";
@@ -49,8 +50,8 @@ bool parse_override(ScaledGemmTile& tile) {
   }
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
-               "small64x64, swap64x16, swap64x32, swap64x64, swap128x32, swap192x64, gemv_split_k, "
-               "gemv_wgmma or gemv_tma)\n",
+               "small64x64, swap64x16, swap64x32, swap64x64, swap128x32, swap192x64, "
+               "coop128x192, gemv_split_k, gemv_wgmma or gemv_tma)\n",
                text);
   return false;
 }
@@ -60,6 +61,49 @@ std::int64_t tiles(std::int64_t extent, std::int64_t tile) { return (extent + ti
 // The share of the SM slots that `count` tiles, one per CTA, fill over their waves.
 double wave_use(std::int64_t count, int sm_count) {
   return static_cast<double>(count) / static_cast<double>(tiles(count, sm_count) * sm_count);
+}
+
+// 129-1024 tokens make a few waves of tiles, the last often mostly empty. Each token-tile
+// configuration is costed as its waves x its tile's area over its measured efficiency (the time
+// per unit of tile area where every wave is full: H200, fp8, 18432 x 7168 at M = 1024, 214 /
+// 225 / 255 us for the three tiles below), a 2-CTA cluster padding its tiles to pairs; the
+// 128 x 128 tile gives way where another is estimated >= 10% faster. Measured (H200, fp8, us,
+// against the 128 x 128 tile): 10240 x 8192 at M = 192 / 256 coop128x192 43.8 / 41.3-41.9
+// against 57.4 / 51.8-53.4; 4096 x 14336 medium64x128 39.3 / 29.6 against 43.2 / 42.9; 4096 x
+// 4096 15.0 / 12.0 against 16.9 / 16.3. On 22 other (weight, M) rows it kept the 128 x 128
+// tile, within 11% of the best there (docs/perf/scaled_gemm.md, twenty-sixth session).
+struct TokenTile {
+  ScaledGemmTile tile;
+  std::int64_t rows, channels;  // tokens x channels
+  bool cluster_along_channels;
+  double efficiency;
+};
+
+double estimated_cost(const TokenTile& t, std::int64_t m, std::int64_t n, int sm_count) {
+  std::int64_t token_tiles = tiles(m, t.rows), channel_tiles = tiles(n, t.channels);
+  if (t.cluster_along_channels) {
+    channel_tiles = tiles(channel_tiles, 2) * 2;
+  } else {
+    token_tiles = tiles(token_tiles, 2) * 2;
+  }
+  const std::int64_t waves = tiles(token_tiles * channel_tiles, sm_count);
+  return static_cast<double>(waves * t.rows * t.channels) / t.efficiency;
+}
+
+ScaledGemmTile medium_m_tile(std::int64_t m, std::int64_t n, int sm_count) {
+  constexpr TokenTile kLarge{ScaledGemmTile::kLarge128x128, 128, 128, false, 1.0};
+  constexpr TokenTile kOthers[] = {{ScaledGemmTile::kCoop128x192, 128, 192, true, 0.95},
+                                   {ScaledGemmTile::kMedium64x128, 64, 128, false, 0.84}};
+  const TokenTile* best = &kLarge;
+  double best_cost = estimated_cost(kLarge, m, n, sm_count) / 1.1;
+  for (const TokenTile& t : kOthers) {
+    const double cost = estimated_cost(t, m, n, sm_count);
+    if (cost < best_cost) {
+      best = &t;
+      best_cost = cost;
+    }
+  }
+  return best->tile;
 }
 
 }  // namespace
@@ -125,9 +169,21 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       // tiles at 65-128 tokens), the 64 x 64 tile's twice as many CTAs stream the weight
       // faster: at M = 128, 4096 x 4096 ran 9.8 us against 11.6 and 4096 x 14336 21.9 against
       // 27.9 (H200).
+      // Where 128-channel tiles overflow one wave and 192-channel ones make one (18432-24576
+      // channels), the cooperative 128 x 192 tile: each SM streams one slice of the weight.
+      // H200, fp8, us at M = 80 / 128 against the 64 x 128 tile: 18432 x 7168 43.98 / 41.96
+      // against 50.02 / 45.94, 20480 x 5120 37.80 / 36.28 against 39.73 / 37.00, 22016 x 8192
+      // 59.05 / 54.40 against 61.29 / 55.24, 24576 x 7168 53.99 / 53.35 against 60.58 / 52.45.
+      // Outside the band it lost (28672 x 8192: 95.4 against 83.1 at M = 80).
       const std::int64_t medium_tiles = tiles(n, 128) * tiles(m, 64);
-      config.tile = 2 * medium_tiles < sm_count ? ScaledGemmTile::kSmall64x64
-                                                : ScaledGemmTile::kMedium64x128;
+      if (m > 64 && tiles(n, 128) > sm_count && tiles(n, 192) <= sm_count) {
+        config.tile = ScaledGemmTile::kCoop128x192;
+      } else {
+        config.tile = 2 * medium_tiles < sm_count ? ScaledGemmTile::kSmall64x64
+                                                  : ScaledGemmTile::kMedium64x128;
+      }
+    } else if (m <= 1024) {
+      config.tile = medium_m_tile(m, n, sm_count);
     } else {
       config.tile = ScaledGemmTile::kLarge128x128;
     }

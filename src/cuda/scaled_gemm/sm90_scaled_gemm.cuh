@@ -39,11 +39,13 @@ using namespace cute;
 namespace fusion = cutlass::epilogue::fusion;
 
 // Shape of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the channels), the tile's
-// CUTLASS M x N (K is 128) and the cluster along CUTLASS's M and N. Every tile runs CUTLASS's
-// persistent pingpong kernel.
-template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN>
+// CUTLASS M x N (K is 128), the cluster along CUTLASS's M and N, and the schedule: CUTLASS's
+// persistent pingpong kernel, or its cooperative one (two warpgroups split each tile's M).
+template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN,
+          bool kCoop = false>
 struct TileSpec {
   static constexpr bool kSwapAB = kSwap;
+  static constexpr bool kCooperative = kCoop;
   using TileShape = Shape<Int<kTileM>, Int<kTileN>, _128>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
 };
@@ -86,6 +88,12 @@ struct TileTraits<ScaledGemmTile::kSwap128x32> : TileSpec<true, 128, 32, 2, 1> {
 
 template <>
 struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1> {};
+
+// NOTE: 65-128 tokens are one 128-token tile; 192 channels a tile make one wave where 128 would
+// spill into a second (18432 channels: 96 tiles against 144), each CTA streaming its slice's
+// whole K. The cluster runs along the channels so that two channel tiles share the token tile.
+template <>
+struct TileTraits<ScaledGemmTile::kCoop128x192> : TileSpec<false, 128, 192, 1, 2, true> {};
 
 template <class ElementAB_, class ElementD_, ScaledGemmTile kTile>
 struct ScaledGemm {
@@ -140,10 +148,18 @@ struct ScaledGemm {
                                       Stride<int64_t, _1, int64_t>>;
   static constexpr int kAlignD = 16 / sizeof(ElementD);
   static constexpr int kAlignAB = 16;
-  using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
-  using MainloopSchedule =
+  static constexpr bool kCooperative = Traits::kCooperative;
+  using EpilogueSchedule =
+      cute::conditional_t<kCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                          cutlass::epilogue::TmaWarpSpecialized>;
+  using PingpongSchedule =
       cute::conditional_t<kInt8, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
                           cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8FastAccum>;
+  using CooperativeSchedule =
+      cute::conditional_t<kInt8, cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                          cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8FastAccum>;
+  using MainloopSchedule =
+      cute::conditional_t<kCooperative, CooperativeSchedule, PingpongSchedule>;
   using TileScheduler = cutlass::gemm::PersistentScheduler;
 
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
