@@ -117,4 +117,24 @@ TEST(BlockGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
   EXPECT_EQ(block_tile(128, 32768, 512), BlockGemmTile::kPrefill64x128Pingpong);
 }
 
+TEST(BlockGemmHeuristics, MediumTokenCountsByWaveFill) {
+  // The 256 x 128 tile in one wave of 48-66 cluster tiles only.
+  EXPECT_EQ(block_tile(640, 5120, 25600), BlockGemmTile::kPrefill256x128Multicast);
+  EXPECT_EQ(block_tile(512, 7168, 2048), BlockGemmTile::kPrefill256x128Multicast);
+  EXPECT_EQ(block_tile(896, 5120, 25600), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(640, 7168, 16384), BlockGemmTile::kPrefill128x128);
+  // The 128 x 192 tile where >= 48 cluster tiles fill >= 80% of their waves.
+  EXPECT_EQ(block_tile(320, 24576, 1536), BlockGemmTile::kPrefill128x192Multicast);
+  EXPECT_EQ(block_tile(384, 7168, 2048), BlockGemmTile::kPrefill128x192Multicast);
+  EXPECT_EQ(block_tile(512, 18432, 7168), BlockGemmTile::kPrefill128x192Multicast);
+  EXPECT_EQ(block_tile(160, 4096, 7168), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(320, 10240, 5120), BlockGemmTile::kPrefill128x128);
+  // K <= 512 and narrow weights keep their rules; from 1024 tokens the 256 x 128 tile.
+  EXPECT_EQ(block_tile(512, 32768, 512), BlockGemmTile::kPrefill256x128Multicast);
+  EXPECT_EQ(block_tile(160, 32768, 512), BlockGemmTile::kPrefill64x128Pingpong);
+  EXPECT_EQ(block_tile(320, 576, 7168), BlockGemmTile::kSplitK128x128);
+  EXPECT_EQ(block_tile(1024, 7168, 16384), BlockGemmTile::kPrefill256x128Multicast);
+  EXPECT_EQ(block_tile(4096, 24576, 1536), BlockGemmTile::kPrefill256x128Multicast);
+}
+
 }  // namespace

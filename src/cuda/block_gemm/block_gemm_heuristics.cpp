@@ -64,9 +64,11 @@ std::int64_t tall_cluster_tiles(std::int64_t m, std::int64_t n, std::int64_t wid
   return (m + 127) / 128 * (((n + width - 1) / width + 1) / 2);
 }
 
-// Waves of the 128 x `width` tile over the 66 clusters a 132-SM Hopper holds at once.
+// Clusters of 2 of lowbit's own tiles that a 132-SM Hopper holds at once.
+constexpr std::int64_t kResidentClusters = 66;
+
+// Waves of the 128 x `width` tile over the resident clusters.
 std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
-  constexpr std::int64_t kResidentClusters = 66;
   return (tall_cluster_tiles(m, n, width) + kResidentClusters - 1) / kResidentClusters;
 }
 
@@ -114,6 +116,34 @@ bool wide_short_k(std::int64_t n, std::int64_t k) { return n >= 8192 && k <= 614
 bool one_wave_of_192_over_128(std::int64_t m, std::int64_t n) {
   constexpr std::int64_t kSms = 132;
   return (n + 127) / 128 > kSms && tall_waves(m, n, 192) == 1;
+}
+
+// 129-1023 tokens on weights of >= 4096 rows and K > 512: a few waves of tiles whose last is
+// often mostly empty. lowbit's own tiles (persistent, 66 clusters of 2 on an H200) win where
+// their cluster tiles fill their waves; otherwise the 128 x 128 tile, whose stream-K scheduler
+// has no partial wave. Measured on an H200 over 9 weights x 7 token counts (160-896; docs/perf/
+// block_gemm.md, twenty-sixth session): the 256 x 128 tile won only in one wave (48-66 cluster
+// tiles; 5120 x 25600 at M = 640 160 against 193 us) and lost in two or more (5120 x 25600 at
+// M = 896: 331 against 203); the 128 x 192 tile won where >= 48 cluster tiles fill >= 80% of
+// their waves (DeepSeek-V3's q_b at M = 320 30.5 against 39.9; down at M = 384 15.1 against
+// 22.2; 18432 x 7168 at M = 512 119 against 135). Over those cells 1.11x faster in total than
+// the previous rule (256 x 128 from 48 cluster tiles at M >= 512), no cell more than 2% slower.
+// From 1024 tokens the previous rule stands (measured at 1024, 4096 and 8192).
+bool medium_wide_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return m > 128 && m < 1024 && n >= 4096 && k > 512;
+}
+
+BlockGemmTile medium_wide_tile(std::int64_t m, std::int64_t n) {
+  const std::int64_t tiles_256 = (m + 255) / 256 * ((n + 255) / 256);
+  if (m >= 512 && tiles_256 >= 48 && tiles_256 <= kResidentClusters) {
+    return BlockGemmTile::kPrefill256x128Multicast;
+  }
+  const std::int64_t tiles_192 = tall_cluster_tiles(m, n, 192);
+  const std::int64_t slots = tall_waves(m, n, 192) * kResidentClusters;
+  if (tiles_192 >= 48 && 5 * tiles_192 >= 4 * slots) {
+    return BlockGemmTile::kPrefill128x192Multicast;
+  }
+  return BlockGemmTile::kPrefill128x128;
 }
 
 }  // namespace
@@ -176,7 +206,9 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     const std::int64_t cluster_tiles = (m + 255) / 256 * ((n + 255) / 256);
     const bool wide = n >= 4096 && m >= 512 && cluster_tiles >= 48;
     const bool tall = n < 4096 && k >= 2048 && tall_cluster_tiles(m, n, 192) >= 48;
-    if (wide) {
+    if (medium_wide_shape(m, n, k)) {
+      config.tile = medium_wide_tile(m, n);
+    } else if (wide) {
       config.tile = BlockGemmTile::kPrefill256x128Multicast;
     } else if (tall) {
       // The 128 x 144 tile where its weight blocks pair up exactly while 192-row blocks leave a
