@@ -126,9 +126,11 @@ bool one_wave_of_192_over_128(std::int64_t m, std::int64_t n) {
 // tiles; 5120 x 25600 at M = 640 160 against 193 us) and lost in two or more (5120 x 25600 at
 // M = 896: 331 against 203); the 128 x 192 tile won where >= 48 cluster tiles fill >= 80% of
 // their waves (DeepSeek-V3's q_b at M = 320 30.5 against 39.9; down at M = 384 15.1 against
-// 22.2; 18432 x 7168 at M = 512 119 against 135). Over those cells 1.11x faster in total than
-// the previous rule (256 x 128 from 48 cluster tiles at M >= 512), no cell more than 2% slower.
-// From 1024 tokens the previous rule stands (measured at 1024, 4096 and 8192).
+// 22.2; 18432 x 7168 at M = 512 119 against 135). On the 30 cells where it changed the choice
+// of the previous rule (256 x 128 from 48 cluster tiles at M >= 512) 1.21x faster in total, none
+// more than 1% slower; on 26 changed cells at token counts it was not fitted on, 1.12x, one cell
+// 0.80x (down, 7168 x 2048, at M = 960). From 1024 tokens the previous rule stands (measured
+// at 1024, 4096 and 8192).
 bool medium_wide_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   return m > 128 && m < 1024 && n >= 4096 && k > 512;
 }
