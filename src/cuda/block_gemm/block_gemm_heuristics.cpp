@@ -2,8 +2,9 @@
 // the floor, so the swapped (decode) tiles put the tokens in wgmma's N (32 or 64) instead of
 // padding M to a 128-row tile, and stream-K spreads the few weight-row tiles over every SM;
 // a persistent pingpong 64 x 128 tile serves short K and M up to 128; above that, the 128 x 128
-// cooperative tile, or lowbit's own tiles once they fill most of a wave of clusters: 256 x 128
-// for wide weights, 128 x 192 or 128 x 144 for the others; where long K meets few 128 x 128
+// cooperative stream-K tile, or lowbit's own tiles where their clusters fill their waves: 256 x
+// 128 for wide weights, 128 x 192 or 128 x 144 for the others (at 65-1023 tokens by the waves
+// of each, below); where long K meets few 128 x 128
 // tiles (33-128 tokens, or narrow weights up to 1024 tokens), lowbit's split-K 128 x 128 tile
 // (docs/block_gemm.md, docs/perf/block_gemm.md).
 #include <cstdio>

@@ -8,7 +8,9 @@
 // read the weight once with no tile padding (the mma.sync split-K one on small weights up to 16
 // tokens, int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps
 // twice as many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs
-// idle); above that the 128 x 128 pingpong tile (vLLM's default shape on Hopper).
+// idle), or the cooperative 128 x 192 tile where it alone makes one wave; at 129-1024 tokens
+// the tile of fewest estimated waves x tile area; above that the 128 x 128 pingpong tile
+// (vLLM's default shape on Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,8 +72,10 @@ double wave_use(std::int64_t count, int sm_count) {
 // 128 x 128 tile gives way where another is estimated >= 10% faster. Measured (H200, fp8, us,
 // against the 128 x 128 tile): 10240 x 8192 at M = 192 / 256 coop128x192 43.8 / 41.3-41.9
 // against 57.4 / 51.8-53.4; 4096 x 14336 medium64x128 39.3 / 29.6 against 43.2 / 42.9; 4096 x
-// 4096 15.0 / 12.0 against 16.9 / 16.3. On 22 other (weight, M) rows it kept the 128 x 128
-// tile, within 11% of the best there (docs/perf/scaled_gemm.md, twenty-sixth session).
+// 4096 15.0 / 12.0 against 16.9 / 16.3. On the other 41 of the 48 (weight, M) rows it was
+// fitted on it kept the 128 x 128 tile, within 11% of the best there; on 40 rows it was not
+// fitted on, 1.17x faster in total and no row below 0.99x (docs/perf/scaled_gemm.md,
+// twenty-sixth session).
 struct TokenTile {
   ScaledGemmTile tile;
   std::int64_t rows, channels;  // tokens x channels
