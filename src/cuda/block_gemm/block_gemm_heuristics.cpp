@@ -65,6 +65,11 @@ std::int64_t tall_cluster_tiles(std::int64_t m, std::int64_t n, std::int64_t wid
   return (m + 127) / 128 * (((n + width - 1) / width + 1) / 2);
 }
 
+// Cluster tiles of lowbit's own 256 x 128 tile: 256-token blocks x pairs of weight blocks.
+std::int64_t wide_cluster_tiles(std::int64_t m, std::int64_t n) {
+  return (m + 255) / 256 * ((n + 255) / 256);
+}
+
 // Clusters of 2 of lowbit's own tiles that a 132-SM Hopper holds at once.
 constexpr std::int64_t kResidentClusters = 66;
 
@@ -137,7 +142,7 @@ bool medium_wide_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
 }
 
 BlockGemmTile medium_wide_tile(std::int64_t m, std::int64_t n) {
-  const std::int64_t tiles_256 = (m + 255) / 256 * ((n + 255) / 256);
+  const std::int64_t tiles_256 = wide_cluster_tiles(m, n);
   if (m >= 512 && tiles_256 >= 48 && tiles_256 <= kResidentClusters) {
     return BlockGemmTile::kPrefill256x128Multicast;
   }
@@ -206,8 +211,7 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // down 228 against 293. Below 48 cluster tiles it loses (gate_up at M = 512, 32 tiles: 55
     // against 32 us, measured before its loop change).
     const bool narrow = n <= 1024;
-    const std::int64_t cluster_tiles = (m + 255) / 256 * ((n + 255) / 256);
-    const bool wide = n >= 4096 && m >= 512 && cluster_tiles >= 48;
+    const bool wide = n >= 4096 && m >= 512 && wide_cluster_tiles(m, n) >= 48;
     const bool tall = n < 4096 && k >= 2048 && tall_cluster_tiles(m, n, 192) >= 48;
     if (medium_wide_shape(m, n, k)) {
       config.tile = medium_wide_tile(m, n);
