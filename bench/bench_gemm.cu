@@ -42,6 +42,8 @@ constexpr const char* kSwapConfigs[] = {"swap64x16", "swap64x32", "swap64x64", "
                                         "swap192x64"};
 constexpr const char* kTokenTileConfigs[] = {"large128x128", "medium64x128", "small64x64",
                                             "coop128x192"};
+// Swapped tiles of 80 and 192 tokens, timed above 64 tokens.
+constexpr const char* kWideSwapConfigs[] = {"swap64x80", "swap128x192"};
 constexpr const char* kGemvConfigs[] = {"gemv_split_k", "gemv_wgmma", "gemv_tma"};
 
 __global__ void fill_ints_kernel(std::int32_t* data, std::int64_t count, std::int32_t base) {
@@ -161,6 +163,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       };
       for (const char* config : kTokenTileConfigs) add_workspace(config);
       for (const char* config : kSwapConfigs) add_workspace(config);
+      for (const char* config : kWideSwapConfigs) add_workspace(config);
       for (const char* config : kGemvConfigs) add_workspace(config);
       DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
       const Device cuda = Device::kCUDA;
@@ -217,7 +220,10 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       // token tiles above 64 tokens.
       std::vector<const char*> int8_configs;
       if (decode) int8_configs.assign(std::begin(kSwapConfigs), std::end(kSwapConfigs));
-      if (m > 64) int8_configs.assign(std::begin(kTokenTileConfigs), std::end(kTokenTileConfigs));
+      if (m > 64) {
+        configs.insert(configs.end(), std::begin(kWideSwapConfigs), std::end(kWideSwapConfigs));
+        int8_configs = configs;
+      }
       for (const char* gemv : kGemvConfigs) {
         if (m <= (std::string(gemv) == "gemv_tma" ? 64 : 32)) {
           configs.push_back(gemv);

@@ -72,13 +72,33 @@ TEST(ScaledGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
   EXPECT_EQ(scaled_tile(64, 18432, 1536), ScaledGemmTile::kMedium64x128);
 }
 
+TEST(ScaledGemmHeuristics, OneTwentyNineToOneNinetyTwoTokensSwapped) {
+  for (std::int64_t m : {129, 160, 192}) {
+    for (DType ab : {DType::kFP8E4M3, DType::kInt8}) {
+      EXPECT_EQ(scaled_tile(m, 2112, 7168, ab), ScaledGemmTile::kSwap64x64) << m;
+      for (std::int64_t n : {10240, 14336, 18432, 28672}) {
+        EXPECT_EQ(scaled_tile(m, n, 8192, ab), ScaledGemmTile::kSwap128x192) << n << " M=" << m;
+      }
+    }
+  }
+  for (std::int64_t m : {129, 160}) {
+    EXPECT_EQ(scaled_tile(m, 4096, 4096), ScaledGemmTile::kSwap64x80) << m;
+    EXPECT_EQ(scaled_tile(m, 4096, 14336), ScaledGemmTile::kSwap64x80) << m;
+    EXPECT_EQ(scaled_tile(m, 7168, 18432), ScaledGemmTile::kSwap128x192) << m;
+    EXPECT_EQ(scaled_tile(m, 8192, 8192), ScaledGemmTile::kSwap128x192) << m;
+  }
+  // Fewer 128-channel tiles than half a wave at 161-192 tokens: the wave-cost rule's choice.
+  EXPECT_EQ(scaled_tile(192, 7168, 18432), ScaledGemmTile::kLarge128x128);
+  EXPECT_EQ(scaled_tile(192, 4096, 4096), ScaledGemmTile::kMedium64x128);
+  EXPECT_EQ(scaled_tile(193, 14336, 4096), ScaledGemmTile::kLarge128x128);
+}
+
 TEST(ScaledGemmHeuristics, MediumTokenCountsByEstimatedWaves) {
-  EXPECT_EQ(scaled_tile(192, 10240, 8192), ScaledGemmTile::kCoop128x192);
   EXPECT_EQ(scaled_tile(256, 10240, 8192), ScaledGemmTile::kCoop128x192);
   EXPECT_EQ(scaled_tile(256, 4096, 14336), ScaledGemmTile::kMedium64x128);
-  EXPECT_EQ(scaled_tile(192, 4096, 4096, DType::kInt8), ScaledGemmTile::kMedium64x128);
+  EXPECT_EQ(scaled_tile(224, 4096, 4096, DType::kInt8), ScaledGemmTile::kMedium64x128);
   // Where no tile is estimated >= 10% faster, the 128 x 128 tile.
-  for (std::int64_t m : {192, 256, 512, 1024}) {
+  for (std::int64_t m : {256, 512, 1024}) {
     EXPECT_EQ(scaled_tile(m, 14336, 4096), ScaledGemmTile::kLarge128x128) << m;
     EXPECT_EQ(scaled_tile(m, 7168, 18432), ScaledGemmTile::kLarge128x128) << m;
     EXPECT_EQ(scaled_tile(m, 28672, 8192), ScaledGemmTile::kLarge128x128) << m;

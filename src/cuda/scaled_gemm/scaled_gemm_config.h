@@ -19,6 +19,8 @@ enum class ScaledGemmTile : std::uint8_t {
   kSwap128x32,     // swap A/B: 128 channels x 32 tokens, pingpong, cluster along the channels
   kSwap192x64,     // swap A/B: 192 channels x 64 tokens, pingpong, cluster along the channels
   kCoop128x192,    // 128 tokens x 192 channels, cooperative, cluster 1x2 along the channels
+  kSwap64x80,      // swap A/B: 64 channels x 80 tokens, pingpong, cluster along the tokens
+  kSwap128x192,    // swap A/B: 128 channels x 192 tokens, cooperative, cluster along the channels
   kGemvSplitK,     // M <= 32: mma.sync GEMV, 32 channels per block, K split over its warps
   kGemvWgmma,      // M <= 32: wgmma GEMV, 64 channels per block, K split over warpgroups/cluster
   kGemvTma,        // M <= 64: wgmma GEMV fed by TMA, 64 channels per block, K split over cluster
@@ -27,7 +29,7 @@ inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kSmall64x64,
     ScaledGemmTile::kSwap64x16,    ScaledGemmTile::kSwap64x32,    ScaledGemmTile::kSwap64x64,
     ScaledGemmTile::kSwap128x32,   ScaledGemmTile::kSwap192x64,   ScaledGemmTile::kCoop128x192,
-    ScaledGemmTile::kGemvSplitK,   ScaledGemmTile::kGemvWgmma,    ScaledGemmTile::kGemvTma};
+    ScaledGemmTile::kSwap64x80,    ScaledGemmTile::kSwap128x192,  ScaledGemmTile::kGemvSplitK,   ScaledGemmTile::kGemvWgmma,    ScaledGemmTile::kGemvTma};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).
 inline constexpr bool is_gemv(ScaledGemmTile tile) {

@@ -32,6 +32,8 @@ const char* scaled_gemm_tile_name(ScaledGemmTile tile) {
     case ScaledGemmTile::kSwap128x32: return "swap128x32";
     case ScaledGemmTile::kSwap192x64: return "swap192x64";
     case ScaledGemmTile::kCoop128x192: return "coop128x192";
+    case ScaledGemmTile::kSwap64x80: return "swap64x80";
+    case ScaledGemmTile::kSwap128x192: return "swap128x192";
     case ScaledGemmTile::kGemvSplitK: return "gemv_split_k";
     case ScaledGemmTile::kGemvWgmma: return "gemv_wgmma";
     case ScaledGemmTile::kGemvTma: return "gemv_tma";
@@ -53,7 +55,7 @@ bool parse_override(ScaledGemmTile& tile) {
   std::fprintf(stderr,
                "[lowbit] ignoring LOWBIT_SCALED_GEMM=%s (want large128x128, medium64x128, "
                "small64x64, swap64x16, swap64x32, swap64x64, swap128x32, swap192x64, "
-               "coop128x192, gemv_split_k, gemv_wgmma or gemv_tma)\n",
+               "coop128x192, swap64x80, swap128x192, gemv_split_k, gemv_wgmma or gemv_tma)\n",
                text);
   return false;
 }
@@ -108,6 +110,35 @@ ScaledGemmTile medium_m_tile(std::int64_t m, std::int64_t n, int sm_count) {
     }
   }
   return best->tile;
+}
+
+// 129-192 tokens: the 128-token tiles pad M to 256, and where they make fewer tiles than the
+// pingpong kernel's 2 per SM, a CTA's second warpgroup idles. The swapped tiles hold the tokens
+// in wgmma's N instead (cuBLASLt's kernels there do the same). H200, fp8, µs at M = 136 / 160 /
+// 192 against the previous choice:
+// - where three 64-token tiles per 64-channel tile fit one wave (2112 channels), swap64x64:
+//   2112 x 7168 17.4 / 16.9 / 15.3 against 19.5 / 18.9 / 17.3;
+// - where two 80-token tiles do (4096 channels, up to 160 tokens), swap64x80: 4096 x 4096 13.9
+//   / 13.9 against 18.1 / 16.6, 4096 x 14336 34.1 / 34.2 against 43.6 / 40.4;
+// - one 192-token tile per 128 channels where the weight has >= 48 such tiles, up to 160
+//   tokens, or more than half a wave of them, swap128x192: 28672 x 8192 88.3 / 85.7 / 87.2
+//   against 155.3 / 137.9 / 125.0, 14336 x 4096 27.7 / 25.8 / 24.8 against 41.1 / 36.0 / 31.6,
+//   7168 x 18432 73.0 / 73.7 against 85.1 / 76.9 (at 192 tokens 76.8 against 65.8, so kept).
+// Returns false where the wave-cost rule (medium_m_tile) keeps the choice.
+bool wide_swap_tile(std::int64_t m, std::int64_t n, int sm_count, ScaledGemmTile& tile) {
+  if (m > 192) return false;
+  const std::int64_t channel_pairs = tiles(tiles(n, 64), 2) * 2;  // 2-CTA clusters
+  const std::int64_t wide_tiles = tiles(n, 128);
+  if (3 * channel_pairs <= sm_count) {
+    tile = ScaledGemmTile::kSwap64x64;
+  } else if (m <= 160 && 2 * tiles(n, 64) <= sm_count) {
+    tile = ScaledGemmTile::kSwap64x80;
+  } else if (wide_tiles >= 48 && (m <= 160 || 2 * wide_tiles > sm_count)) {
+    tile = ScaledGemmTile::kSwap128x192;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -187,7 +218,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
                                                   : ScaledGemmTile::kMedium64x128;
       }
     } else if (m <= 1024) {
-      config.tile = medium_m_tile(m, n, sm_count);
+      if (!wide_swap_tile(m, n, sm_count, config.tile)) config.tile = medium_m_tile(m, n, sm_count);
     } else {
       config.tile = ScaledGemmTile::kLarge128x128;
     }

@@ -23,6 +23,8 @@ const scaled_gemm::GemmEntry& entry_for_types(ScaledGemmTile tile) {
     case ScaledGemmTile::kSwap128x32: return entry<ScaledGemmTile::kSwap128x32, kIn, kOut>();
     case ScaledGemmTile::kSwap192x64: return entry<ScaledGemmTile::kSwap192x64, kIn, kOut>();
     case ScaledGemmTile::kCoop128x192: return entry<ScaledGemmTile::kCoop128x192, kIn, kOut>();
+    case ScaledGemmTile::kSwap64x80: return entry<ScaledGemmTile::kSwap64x80, kIn, kOut>();
+    case ScaledGemmTile::kSwap128x192: return entry<ScaledGemmTile::kSwap128x192, kIn, kOut>();
     case ScaledGemmTile::kLarge128x128:
     case ScaledGemmTile::kGemvSplitK:
     case ScaledGemmTile::kGemvWgmma:

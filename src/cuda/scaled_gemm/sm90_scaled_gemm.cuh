@@ -95,6 +95,17 @@ struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1> {
 template <>
 struct TileTraits<ScaledGemmTile::kCoop128x192> : TileSpec<false, 128, 192, 1, 2, true> {};
 
+// NOTE: 129-192 tokens, where 128-token tiles pad M to 256 and leave a pingpong CTA one tile:
+// one 192-token tile holds them all, so each CTA streams its 128 channels' weights once with
+// both warpgroups (64 channels each); the cluster along the channels shares the token tile.
+template <>
+struct TileTraits<ScaledGemmTile::kSwap128x192> : TileSpec<true, 128, 192, 2, 1, true> {};
+
+// NOTE: on 4096-wide weights (64 channel tiles), two 80-token tiles hold 129-160 tokens in one
+// wave of 128 CTAs; the cluster along the tokens shares each weight tile by multicast.
+template <>
+struct TileTraits<ScaledGemmTile::kSwap64x80> : TileSpec<true, 64, 80, 1, 2> {};
+
 template <class ElementAB_, class ElementD_, ScaledGemmTile kTile>
 struct ScaledGemm {
   using Traits = TileTraits<kTile>;
