@@ -8,9 +8,11 @@
 // read the weight once with no tile padding (the mma.sync split-K one on small weights up to 16
 // tokens, int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps
 // twice as many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs
-// idle), or the cooperative 128 x 192 tile where it alone makes one wave; at 129-1024 tokens
-// the tile of fewest estimated waves x tile area; above that the 128 x 128 pingpong tile
-// (vLLM's default shape on Hopper).
+// idle), or the cooperative 128 x 192 tile where it alone makes one wave; at 129-192 tokens
+// the swapped tiles that hold the tokens in wgmma's N (one 192-token tile, or two of 80 / three
+// of 64 on narrow weights) where their tiles fill the SMs; else, up to 1024 tokens, the tile of
+// fewest estimated waves x tile area; above that the 128 x 128 pingpong tile (vLLM's default
+// shape on Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
