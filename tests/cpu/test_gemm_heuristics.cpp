@@ -129,12 +129,33 @@ TEST(BlockGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
     EXPECT_EQ(block_tile(m, 18432, 7168), BlockGemmTile::kPrefill128x192Multicast) << m;
   }
   EXPECT_EQ(block_tile(64, 18432, 7168), BlockGemmTile::kDecode64);
-  EXPECT_EQ(block_tile(129, 18432, 7168), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(257, 18432, 7168), BlockGemmTile::kPrefill128x128);
   // Two waves of 192-row clusters (67 and 75) keep the 128 x 128 tile.
   EXPECT_EQ(block_tile(128, 25600, 5120), BlockGemmTile::kPrefill128x128);
   EXPECT_EQ(block_tile(80, 28672, 8192), BlockGemmTile::kPrefill128x128);
   EXPECT_EQ(block_tile(128, 7168, 2048), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(128, 32768, 512), BlockGemmTile::kPrefill64x128Pingpong);
+}
+
+TEST(BlockGemmHeuristics, OneTwentyNineToOneNinetyTwoTokens) {
+  for (std::int64_t m : {129, 160, 192}) {
+    // The pingpong tile where three 64-token tiles per 128 rows make one wave.
+    EXPECT_EQ(block_tile(m, 4096, 7168), BlockGemmTile::kPrefill64x128Pingpong) << m;
+    EXPECT_EQ(block_tile(m, 5120, 25600), BlockGemmTile::kPrefill64x128Pingpong) << m;
+    // The 256 x 128 tile where its clusters fill >= 3/4 of two waves, at K > 2048.
+    EXPECT_EQ(block_tile(m, 25600, 5120), BlockGemmTile::kPrefill256x128Multicast) << m;
+    EXPECT_EQ(block_tile(m, 28672, 8192), BlockGemmTile::kPrefill256x128Multicast) << m;
+    // The 128 x 192 tile from 70% of its waves (18432 rows: 73%; q_b's 96 clusters of the
+    // 256 x 128 tile would fill 73% too, at K = 1536).
+    EXPECT_EQ(block_tile(m, 18432, 7168), BlockGemmTile::kPrefill128x192Multicast) << m;
+    EXPECT_EQ(block_tile(m, 24576, 1536), BlockGemmTile::kPrefill128x192Multicast) << m;
+    // Split-K up to 40 tiles of 128 x 128 (q_a+kv_a: 34).
+    EXPECT_EQ(block_tile(m, 2112, 7168), BlockGemmTile::kSplitK128x128) << m;
+    EXPECT_EQ(block_tile(m, 7168, 16384), BlockGemmTile::kPrefill128x128) << m;
+    EXPECT_EQ(block_tile(m, 7168, 2048), BlockGemmTile::kPrefill128x128) << m;
+  }
+  EXPECT_EQ(block_tile(256, 2112, 7168), BlockGemmTile::kSplitK128x128);
+  EXPECT_EQ(block_tile(384, 2112, 7168), BlockGemmTile::kPrefill128x128);
 }
 
 TEST(BlockGemmHeuristics, MediumTokenCountsByWaveFill) {
@@ -147,7 +168,7 @@ TEST(BlockGemmHeuristics, MediumTokenCountsByWaveFill) {
   EXPECT_EQ(block_tile(320, 24576, 1536), BlockGemmTile::kPrefill128x192Multicast);
   EXPECT_EQ(block_tile(384, 7168, 2048), BlockGemmTile::kPrefill128x192Multicast);
   EXPECT_EQ(block_tile(512, 18432, 7168), BlockGemmTile::kPrefill128x192Multicast);
-  EXPECT_EQ(block_tile(160, 4096, 7168), BlockGemmTile::kPrefill128x128);
+  EXPECT_EQ(block_tile(256, 18432, 7168), BlockGemmTile::kPrefill128x128);
   EXPECT_EQ(block_tile(320, 10240, 5120), BlockGemmTile::kPrefill128x128);
   // K <= 512 and narrow weights keep their rules; from 1024 tokens the 256 x 128 tile.
   EXPECT_EQ(block_tile(512, 32768, 512), BlockGemmTile::kPrefill256x128Multicast);

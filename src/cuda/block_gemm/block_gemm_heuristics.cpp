@@ -88,14 +88,15 @@ std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
 // - 33-64 tokens, only where the TMA GEMV's K split is thin: q_a+kv_a (17 tiles) 16.3-16.5
 //   against 18.1-18.2 for gemv_tma at M = 64; gate_up (32 tiles) tied, kv_a (5) and o_proj (56)
 //   lost, so the band is 9-24 tiles.
-// - Above 128 tokens, narrow weights up to 40 tiles: kv_a (N = 576) M = 512 (20 tiles) 15.4
-//   against 22.2 for the pingpong tile, M = 1024 (40 tiles) 21.4 against 25.2. Wider weights
-//   lost there once their tiles outnumber a wave (q_a+kv_a M = 512, 68 tiles: 31.6 against 28.5
-//   for the 128 x 128 tile); 129-511 tokens are not measured.
+// - Above 128 tokens, up to 40 tiles: kv_a (N = 576) M = 512 (20 tiles) 15.4 against 22.2 for
+//   the pingpong tile, M = 1024 (40 tiles) 21.4 against 25.2; q_a+kv_a (N = 2112, 34 tiles) at
+//   M = 136 / 160 / 192 / 256 20.4 / 20.0 / 18.2 / 17.1 against 26.4 / 25.8 / 24.9 / 24.5 for
+//   the 128 x 128 tile (twenty-seventh session). Weights lost there once their tiles outnumber
+//   a wave (q_a+kv_a M = 512, 68 tiles: 31.6 against 28.5 for the 128 x 128 tile).
 bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   const std::int64_t tiles = (m + 127) / 128 * ((n + 127) / 128);
   if (k < 4096 || m <= 32) return false;
-  if (m > 128) return n <= 1024 && tiles <= 40;
+  if (m > 128) return tiles <= 40;
   return m > 64 ? tiles <= 64 : tiles >= 9 && tiles <= 24;
 }
 
@@ -141,7 +142,32 @@ bool medium_wide_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   return m > 128 && m < 1024 && n >= 4096 && k > 512;
 }
 
-BlockGemmTile medium_wide_tile(std::int64_t m, std::int64_t n) {
+// 129-192 tokens: three 64-token tiles or two 128-token ones. Measured on an H200 over 13
+// weights at M = 136, 160, 176, 192 (docs/perf/block_gemm.md, twenty-seventh session), us
+// against the rule above:
+// - the pingpong 64 x 128 tile where its tiles make one wave (up to 5632 rows): gate_up (4096 x
+//   7168) 22.0 against 27.9 at M = 160, 5120 x 25600 72.6 against 83.2, 5120 x 8192 27.8
+//   against 31.0;
+// - else the 256 x 128 tile where its cluster tiles fill >= 3/4 of their waves and K > 2048:
+//   28672 x 8192 119.6 against 140.0, 25600 x 5120 74.5 against 92.6 (q_b, K = 1536, 73%,
+//   lost: 27-30 against 23-25 for the 128 x 192 tile);
+// - else the 128 x 192 tile from 70% of its waves: 18432 x 7168 76.2 against 86.4.
+BlockGemmTile few_token_wide_tile(std::int64_t m, std::int64_t n, std::int64_t k) {
+  constexpr std::int64_t kSms = 132;
+  if ((m + 63) / 64 * ((n + 127) / 128) <= kSms) return BlockGemmTile::kPrefill64x128Pingpong;
+  const std::int64_t tiles_256 = wide_cluster_tiles(m, n);
+  const std::int64_t slots_256 =
+      (tiles_256 + kResidentClusters - 1) / kResidentClusters * kResidentClusters;
+  if (k > 2048 && 4 * tiles_256 >= 3 * slots_256) return BlockGemmTile::kPrefill256x128Multicast;
+  const std::int64_t tiles_192 = tall_cluster_tiles(m, n, 192);
+  if (tiles_192 >= 48 && 10 * tiles_192 >= 7 * tall_waves(m, n, 192) * kResidentClusters) {
+    return BlockGemmTile::kPrefill128x192Multicast;
+  }
+  return BlockGemmTile::kPrefill128x128;
+}
+
+BlockGemmTile medium_wide_tile(std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (m <= 192) return few_token_wide_tile(m, n, k);
   const std::int64_t tiles_256 = wide_cluster_tiles(m, n);
   if (m >= 512 && tiles_256 >= 48 && tiles_256 <= kResidentClusters) {
     return BlockGemmTile::kPrefill256x128Multicast;
@@ -214,7 +240,7 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     const bool wide = n >= 4096 && m >= 512 && wide_cluster_tiles(m, n) >= 48;
     const bool tall = n < 4096 && k >= 2048 && tall_cluster_tiles(m, n, 192) >= 48;
     if (medium_wide_shape(m, n, k)) {
-      config.tile = medium_wide_tile(m, n);
+      config.tile = medium_wide_tile(m, n, k);
     } else if (wide) {
       config.tile = BlockGemmTile::kPrefill256x128Multicast;
     } else if (tall) {
