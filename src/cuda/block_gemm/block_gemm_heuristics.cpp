@@ -4,9 +4,9 @@
 // a persistent pingpong 64 x 128 tile serves short K and M up to 128; above that, the 128 x 128
 // cooperative stream-K tile, or lowbit's own tiles where their clusters fill their waves: 256 x
 // 128 for wide weights, 128 x 192 or 128 x 144 for the others (at 65-1023 tokens by the waves
-// of each, below); where long K meets few 128 x 128
-// tiles (33-128 tokens, or narrow weights up to 1024 tokens), lowbit's split-K 128 x 128 tile
-// (docs/block_gemm.md, docs/perf/block_gemm.md).
+// of each, below; at 129-192 tokens the pingpong tile first where it makes one wave); where
+// long K meets at most 40-64 tiles of 128 x 128 (33-128 tokens, or narrow weights above),
+// lowbit's split-K 128 x 128 tile (docs/block_gemm.md, docs/perf/block_gemm.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
