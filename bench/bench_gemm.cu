@@ -216,8 +216,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       // the default).
       std::vector<const char*> configs(std::begin(kTokenTileConfigs), std::end(kTokenTileConfigs));
       configs.insert(configs.end(), std::begin(kSwapConfigs), std::end(kSwapConfigs));
-      // int8's own tiles: the swapped ones at decode sizes (its GEMVs are added below), the
-      // token tiles above 64 tokens.
+      // int8's own tiles: the swapped ones at decode sizes (its GEMVs are added below), all of
+      // fp8's above 64 tokens.
       std::vector<const char*> int8_configs;
       if (decode) int8_configs.assign(std::begin(kSwapConfigs), std::end(kSwapConfigs));
       if (m > 64) {

@@ -312,8 +312,8 @@ TEST(ScaledMmGpu, EveryEpilogueGranularityOutputAndConfiguration) {
   // N and K off the tile grid (N % 8 == 0, K % 16 == 0); M off every tile.
   std::uint64_t salt = 5000;
   // M = 77 is off every tile (200: two token tiles of the cooperative one and of the 192-token
-  // swapped one, three of the 80-token one); the GEMVs run 5, 13
-  // and 29 (token tiles of 8 / 16 / 32), and the TMA-fed one (M <= 64) 45 too (64).
+  // swapped one, three of the 80-token one); the GEMVs run 5, 13 and 29 (token tiles of 8 / 16
+  // / 32), and the TMA-fed one (M <= 64) 45 too (64).
   const std::pair<const char*, std::vector<std::int64_t>> configs[] = {
       {"large128x128", {77}}, {"medium64x128", {77}}, {"small64x64", {77}},
       {"swap64x16", {5, 29, 77}}, {"swap64x32", {45, 77}}, {"swap64x64", {45, 77}},

@@ -29,7 +29,8 @@ inline constexpr ScaledGemmTile kAllScaledGemmTiles[] = {
     ScaledGemmTile::kLarge128x128, ScaledGemmTile::kMedium64x128, ScaledGemmTile::kSmall64x64,
     ScaledGemmTile::kSwap64x16,    ScaledGemmTile::kSwap64x32,    ScaledGemmTile::kSwap64x64,
     ScaledGemmTile::kSwap128x32,   ScaledGemmTile::kSwap192x64,   ScaledGemmTile::kCoop128x192,
-    ScaledGemmTile::kSwap64x80,    ScaledGemmTile::kSwap128x192,  ScaledGemmTile::kGemvSplitK,   ScaledGemmTile::kGemvWgmma,    ScaledGemmTile::kGemvTma};
+    ScaledGemmTile::kSwap64x80,    ScaledGemmTile::kSwap128x192,  ScaledGemmTile::kGemvSplitK,
+    ScaledGemmTile::kGemvWgmma,    ScaledGemmTile::kGemvTma};
 
 // The decode GEMVs: not CUTLASS kernels, no workspace, a few tokens (scaled_gemv_launch.h).
 inline constexpr bool is_gemv(ScaledGemmTile tile) {

@@ -125,7 +125,8 @@ ScaledGemmTile medium_m_tile(std::int64_t m, std::int64_t n, int sm_count) {
 // - one 192-token tile per 128 channels where the weight has >= 48 such tiles, up to 160
 //   tokens, or more than half a wave of them, swap128x192: 28672 x 8192 88.3 / 85.7 / 87.2
 //   against 155.3 / 137.9 / 125.0, 14336 x 4096 27.7 / 25.8 / 24.8 against 41.1 / 36.0 / 31.6,
-//   7168 x 18432 73.0 / 73.7 against 85.1 / 76.9 (at 192 tokens 76.8 against 65.8, so kept).
+//   7168 x 18432 73.0 / 73.7 against 85.1 / 76.9 (at 192 tokens it lost, 76.8 against 65.8:
+//   56 tiles are under half a wave).
 // Returns false where the wave-cost rule (medium_m_tile) keeps the choice.
 bool wide_swap_tile(std::int64_t m, std::int64_t n, int sm_count, ScaledGemmTile& tile) {
   if (m > 192) return false;
@@ -220,7 +221,9 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
                                                   : ScaledGemmTile::kMedium64x128;
       }
     } else if (m <= 1024) {
-      if (!wide_swap_tile(m, n, sm_count, config.tile)) config.tile = medium_m_tile(m, n, sm_count);
+      if (!wide_swap_tile(m, n, sm_count, config.tile)) {
+        config.tile = medium_m_tile(m, n, sm_count);
+      }
     } else {
       config.tile = ScaledGemmTile::kLarge128x128;
     }
