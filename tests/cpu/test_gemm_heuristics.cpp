@@ -141,10 +141,14 @@ TEST(BlockGemmHeuristics, OneTwentyNineToOneNinetyTwoTokens) {
   for (std::int64_t m : {129, 160, 192}) {
     // The pingpong tile where three 64-token tiles per 128 rows make one wave.
     EXPECT_EQ(block_tile(m, 4096, 7168), BlockGemmTile::kPrefill64x128Pingpong) << m;
+    EXPECT_EQ(block_tile(m, 4096, 14336), BlockGemmTile::kPrefill64x128Pingpong) << m;
     EXPECT_EQ(block_tile(m, 5120, 25600), BlockGemmTile::kPrefill64x128Pingpong) << m;
-    // The 256 x 128 tile where its clusters fill >= 3/4 of two waves, at K > 2048.
+    // The 256 x 128 tile where its clusters fill >= 3/4 of at most two waves, at K > 2048.
     EXPECT_EQ(block_tile(m, 25600, 5120), BlockGemmTile::kPrefill256x128Multicast) << m;
     EXPECT_EQ(block_tile(m, 28672, 8192), BlockGemmTile::kPrefill256x128Multicast) << m;
+    EXPECT_EQ(block_tile(m, 28672, 4096), BlockGemmTile::kPrefill256x128Multicast) << m;
+    // In four waves (51200 rows) the 128 x 192 tile.
+    EXPECT_EQ(block_tile(m, 51200, 5120), BlockGemmTile::kPrefill128x192Multicast) << m;
     // The 128 x 192 tile from 70% of its waves (18432 rows: 73%; q_b's 96 clusters of the
     // 256 x 128 tile would fill 73% too, at K = 1536).
     EXPECT_EQ(block_tile(m, 18432, 7168), BlockGemmTile::kPrefill128x192Multicast) << m;

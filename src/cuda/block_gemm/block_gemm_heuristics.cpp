@@ -148,9 +148,10 @@ bool medium_wide_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
 // - the pingpong 64 x 128 tile where its tiles make one wave (up to 5632 rows): gate_up (4096 x
 //   7168) 22.0 against 27.9 at M = 160, 5120 x 25600 72.6 against 83.2, 5120 x 8192 27.8
 //   against 31.0;
-// - else the 256 x 128 tile where its cluster tiles fill >= 3/4 of their waves and K > 2048:
-//   28672 x 8192 119.6 against 140.0, 25600 x 5120 74.5 against 92.6 (q_b, K = 1536, 73%,
-//   lost: 27-30 against 23-25 for the 128 x 192 tile);
+// - else the 256 x 128 tile where its cluster tiles fill >= 3/4 of at most two waves and K >
+//   2048: 28672 x 8192 119.6 against 140.0, 25600 x 5120 74.5 against 92.6 (q_b, K = 1536,
+//   73%, lost: 27-30 against 23-25 for the 128 x 192 tile; in four waves, Qwen3-32B's 51200 x
+//   5120 gate_up, it lost too: 151.6 / 144.7 against 136.5 / 139.7 at M = 144 / 176);
 // - else the 128 x 192 tile from 70% of its waves: 18432 x 7168 76.2 against 86.4.
 BlockGemmTile few_token_wide_tile(std::int64_t m, std::int64_t n, std::int64_t k) {
   constexpr std::int64_t kSms = 132;
@@ -158,7 +159,9 @@ BlockGemmTile few_token_wide_tile(std::int64_t m, std::int64_t n, std::int64_t k
   const std::int64_t tiles_256 = wide_cluster_tiles(m, n);
   const std::int64_t slots_256 =
       (tiles_256 + kResidentClusters - 1) / kResidentClusters * kResidentClusters;
-  if (k > 2048 && 4 * tiles_256 >= 3 * slots_256) return BlockGemmTile::kPrefill256x128Multicast;
+  if (k > 2048 && 4 * tiles_256 >= 3 * slots_256 && slots_256 <= 2 * kResidentClusters) {
+    return BlockGemmTile::kPrefill256x128Multicast;
+  }
   const std::int64_t tiles_192 = tall_cluster_tiles(m, n, 192);
   if (tiles_192 >= 48 && 10 * tiles_192 >= 7 * tall_waves(m, n, 192) * kResidentClusters) {
     return BlockGemmTile::kPrefill128x192Multicast;
