@@ -70,12 +70,18 @@ std::int64_t wide_cluster_tiles(std::int64_t m, std::int64_t n) {
   return (m + 255) / 256 * ((n + 255) / 256);
 }
 
-// Clusters of 2 of lowbit's own tiles that a 132-SM Hopper holds at once.
-constexpr std::int64_t kResidentClusters = 66;
+// SMs of an H200, and the clusters of 2 of lowbit's own tiles that it holds at once.
+constexpr std::int64_t kSms = 132;
+constexpr std::int64_t kResidentClusters = kSms / 2;
+
+// Waves that `cluster_tiles` make over the resident clusters.
+std::int64_t cluster_waves(std::int64_t cluster_tiles) {
+  return (cluster_tiles + kResidentClusters - 1) / kResidentClusters;
+}
 
 // Waves of the 128 x `width` tile over the resident clusters.
 std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
-  return (tall_cluster_tiles(m, n, width) + kResidentClusters - 1) / kResidentClusters;
+  return cluster_waves(tall_cluster_tiles(m, n, width));
 }
 
 // Few 128 x 128 tiles (few tokens, or a narrow weight) and long K: lowbit's split-K tile keeps
@@ -121,7 +127,6 @@ bool wide_short_k(std::int64_t n, std::int64_t k) { return n >= 8192 && k <= 614
 // (67 clusters) 60.6-63.2 against 48.6-49.8, 28672 x 8192 (75) 94.6-100.3 against 74.6-78.9.
 // K <= 1024 stays out, unmeasured in the band (kv_b, K = 512, lost on it).
 bool one_wave_of_192_over_128(std::int64_t m, std::int64_t n) {
-  constexpr std::int64_t kSms = 132;
   return (n + 127) / 128 > kSms && tall_waves(m, n, 192) == 1;
 }
 
@@ -154,11 +159,9 @@ bool medium_wide_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
 //   5120 gate_up, it lost too: 151.6 / 144.7 against 136.5 / 139.7 at M = 144 / 176);
 // - else the 128 x 192 tile from 70% of its waves: 18432 x 7168 76.2 against 86.4.
 BlockGemmTile few_token_wide_tile(std::int64_t m, std::int64_t n, std::int64_t k) {
-  constexpr std::int64_t kSms = 132;
   if ((m + 63) / 64 * ((n + 127) / 128) <= kSms) return BlockGemmTile::kPrefill64x128Pingpong;
   const std::int64_t tiles_256 = wide_cluster_tiles(m, n);
-  const std::int64_t slots_256 =
-      (tiles_256 + kResidentClusters - 1) / kResidentClusters * kResidentClusters;
+  const std::int64_t slots_256 = cluster_waves(tiles_256) * kResidentClusters;
   if (k > 2048 && 4 * tiles_256 >= 3 * slots_256 && slots_256 <= 2 * kResidentClusters) {
     return BlockGemmTile::kPrefill256x128Multicast;
   }
