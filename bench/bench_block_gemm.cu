@@ -42,11 +42,6 @@ std::int64_t padded_scale_count(std::int64_t rows, std::int64_t cols) {
   return ((rows + 127) / 128 * 128) * ((cols + 127) / 128 * 128);
 }
 
-double median_us(const std::function<void(int)>& launch, int sets, int samples,
-                 Replay replay = Replay::kStream) {
-  return time_launches(launch, sets, samples, replay).median_ms * 1e3;
-}
-
 }  // namespace
 
 nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
@@ -63,9 +58,11 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
     cudaRuntimeGetVersion(&v);
     return v;
   }());
-  std::printf("%-20s %5s | %9s %7s %7s %6s | %9s %7s %6s | %9s %7s %6s | %s\n", "shape", "M", "ours us",
-              "TFLOP/s", "wGB/s", "%copy", "ltblk us", "TFLOP/s", "x blk", "lt1 us", "TFLOP/s", "x pt",
-              "each config forced (us)");
+  std::printf("\"rd us\" is a plain read stream over one weight's bytes (and scales), launched one\n"
+              "by one like ours; \"%%rd\" its time over ours: the same-size floor of a weight stream\n");
+  std::printf("%-20s %5s | %9s %7s %7s %6s %7s %5s | %9s %7s %6s | %9s %7s %6s | %s\n", "shape", "M",
+              "ours us", "TFLOP/s", "wGB/s", "%copy", "rd us", "%rd", "ltblk us", "TFLOP/s", "x blk",
+              "lt1 us", "TFLOP/s", "x pt", "each config forced (us)");
   const std::vector<std::int64_t> token_counts =
       !options.tokens.empty() ? options.tokens
       : options.quick ? std::vector<std::int64_t>{1, 4096}
@@ -83,6 +80,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       weight_scales.push_back(std::make_unique<DeviceMemory>(padded_scale_count(nb, kb) * 4));
       fill_scales(static_cast<float*>(weight_scales.back()->get()), padded_scale_count(nb, kb), 1.0f / 256);
     }
+    double read_us = -1;  // measured with the shape's first selected decode row
     for (std::int64_t m : token_counts) {
       if (!row_selected(options.filter, s.name.c_str(), m)) continue;
       const std::int64_t m_aligned = (m + 3) / 4 * 4;
@@ -109,8 +107,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
         unsetenv("LOWBIT_BLOCK_GEMM");
       }
       DeviceMemory workspace(static_cast<std::size_t>(std::max<std::int64_t>(ws_bytes, 256)));
-      bool pdl = false;
-      auto ours = [&](int set) {
+      auto ours = [&](int set, bool pdl) {
         BlockFp8MmArgs args;
         args.a = TensorView::contiguous(x.get(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
         args.a_scales = TensorView::contiguous(x_scales.get(), DType::kFP32, {kb, m_aligned}, Device::kCUDA);
@@ -122,68 +119,89 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
         args.enable_pdl = pdl;
         block_fp8_mm(args, bench_stream());
       };
-      const double ours_us = median_us(ours, sets, samples);
+      // Every variant of this row, timed sample by sample in turn (interleaved_median_us).
+      std::vector<Variant> variants;
+      auto add = [&](std::function<void(int)> launch, Replay replay = Replay::kStream) {
+        variants.push_back({std::move(launch), replay});
+        return variants.size() - 1;
+      };
+      const std::size_t ours_at = add([&](int set) { ours(set, false); });
       // Decode as an engine runs it: replayed from a graph with programmatic dependent launch,
       // against the same-size read stream launched the same way.
       const bool decode = m <= 128;
-      double pdl_us = -1, read_pdl_us = -1;
+      std::size_t pdl_at = 0;
+      double read_pdl_us = -1;
       if (decode) {
-        pdl = true;
-        pdl_us = median_us(ours, sets, samples, Replay::kGraph);
-        pdl = false;
+        if (read_us < 0) read_us = measure_read_us(weight_bytes, device.l2_bytes, samples);
+        pdl_at = add([&](int set) { ours(set, true); }, Replay::kGraph);
         read_pdl_us = measure_read_us(weight_bytes, device.l2_bytes, samples,
                                       ReadLaunch::kGraphDependent);
       }
-      nlohmann::json per_config = nlohmann::json::object();
-      std::string config_text;
+      std::vector<std::size_t> config_at;
       for (const char* name : configs) {
-        setenv("LOWBIT_BLOCK_GEMM", name, 1);
-        const double us = median_us(ours, sets, samples);
-        unsetenv("LOWBIT_BLOCK_GEMM");
-        per_config[name] = us;
-        char text[64];
-        std::snprintf(text, sizeof(text), " %s=%.1f", name, us);
-        config_text += text;
+        config_at.push_back(add([&, name](int set) {
+          setenv("LOWBIT_BLOCK_GEMM", name, 1);
+          ours(set, false);
+          unsetenv("LOWBIT_BLOCK_GEMM");
+        }));
       }
-      double blk_us = -1, pt_us = -1;
       const char* blk_orientation = "none";
       const bool skip_block_baseline = k == 16384 && m < 4096;
       if (skip_block_baseline) {
         std::fprintf(stderr, "cuBLASLt block-scaled skipped for M=%lld %s (illegal address in cuBLASLt 13.1)\n",
                      static_cast<long long>(m), s.name.c_str());
       }
+      std::unique_ptr<CublasLtFp8Gemm> blk, pt;
+      auto run_blk = [&](int set) {
+        blk->run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
+                 static_cast<const float*>(x_scales.get()), y.get());
+      };
       for (bool weights_as_a : {true, false}) {
         if (skip_block_baseline) break;
         try {
-          const CublasLtFp8Gemm blk(m, n, k, true, weights_as_a, static_cast<const float*>(weight_scales[0]->get()),
-                                static_cast<const float*>(x_scales.get()));
-          blk_us = median_us([&](int set) {
-            blk.run(weights[set]->get(), static_cast<const float*>(weight_scales[set]->get()), x.get(),
-                    static_cast<const float*>(x_scales.get()), y.get());
-          }, sets, samples);
+          blk = std::make_unique<CublasLtFp8Gemm>(m, n, k, true, weights_as_a,
+                                                  static_cast<const float*>(weight_scales[0]->get()),
+                                                  static_cast<const float*>(x_scales.get()));
+          run_blk(0);
+          check(cudaStreamSynchronize(bench_stream()), "cuBLASLt block-scaled trial");
           blk_orientation = weights_as_a ? "weights_as_A" : "activations_as_A";
           break;
         } catch (const Error& e) {
+          blk.reset();
           std::fprintf(stderr, "cuBLASLt block-scaled (%s) unavailable for M=%lld %s: %s\n",
                        weights_as_a ? "weights as A" : "activations as A", static_cast<long long>(m), s.name.c_str(), e.what());
         }
       }
+      const std::size_t blk_at = blk ? add(run_blk) : 0;
       try {
-        const CublasLtFp8Gemm pt(m, n, k, false, true, static_cast<const float*>(scalar.get()),
-                             static_cast<const float*>(scalar.get()));
-        pt_us = median_us([&](int set) {
-          pt.run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),
-                 static_cast<const float*>(scalar.get()), y.get());
-        }, sets, samples);
+        pt = std::make_unique<CublasLtFp8Gemm>(m, n, k, false, true, static_cast<const float*>(scalar.get()),
+                                               static_cast<const float*>(scalar.get()));
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt per-tensor unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name.c_str(), e.what());
+      }
+      const std::size_t pt_at = pt ? add([&](int set) {
+        pt->run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),
+                static_cast<const float*>(scalar.get()), y.get());
+      }) : 0;
+      const std::vector<double> times_us = interleaved_median_us(variants, sets, samples);
+      const double ours_us = times_us[ours_at];
+      const double pdl_us = decode ? times_us[pdl_at] : -1;
+      const double blk_us = blk ? times_us[blk_at] : -1, pt_us = pt ? times_us[pt_at] : -1;
+      nlohmann::json per_config = nlohmann::json::object();
+      std::string config_text;
+      for (std::size_t c = 0; c < configs.size(); ++c) {
+        per_config[configs[c]] = times_us[config_at[c]];
+        char text[64];
+        std::snprintf(text, sizeof(text), " %s=%.1f", configs[c], times_us[config_at[c]]);
+        config_text += text;
       }
       const double flops = 2.0 * m * n * k;
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
       const double weight_gbps = weight_bytes / (ours_us * 1e-6) / 1e9;
-      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx |%s\n", s.name.c_str(),
-                  static_cast<long long>(m), ours_us, tflops(ours_us), weight_gbps,
-                  decode ? 100 * weight_gbps / copy_gbps : 0.0, blk_us, tflops(blk_us),
+      std::printf("%-20s %5lld | %9.2f %7.1f %7.0f %5.1f%% %7.2f %4.0f%% | %9.2f %7.1f %5.2fx | %9.2f %7.1f %5.2fx |%s\n",
+                  s.name.c_str(), static_cast<long long>(m), ours_us, tflops(ours_us), weight_gbps,
+                  decode ? 100 * weight_gbps / copy_gbps : 0.0, decode ? read_us : 0.0,
+                  decode ? 100 * read_us / ours_us : 0.0, blk_us, tflops(blk_us),
                   blk_us > 0 ? blk_us / ours_us : 0.0, pt_us, tflops(pt_us), pt_us > 0 ? pt_us / ours_us : 0.0, config_text.c_str());
       if (decode) {
         std::printf("%28s graph + PDL: %.2f us (%.1f%% copy); read stream graph + PDL %.2f us\n", "",
@@ -199,6 +217,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
                          {"speedup_vs_cublaslt_block", blk_us > 0 ? blk_us / ours_us : 0.0},
                          {"cublaslt_per_tensor_us", pt_us}, {"cublaslt_per_tensor_tflops", tflops(pt_us)},
                          {"ratio_vs_cublaslt_per_tensor", pt_us > 0 ? pt_us / ours_us : 0.0},
+                         {"same_size_read_us", decode ? read_us : -1},
                          {"graph_pdl_us", pdl_us}, {"graph_pdl_same_size_read_us", read_pdl_us},
                          {"a_scale_layout", scale_layout_name(layout)}, {"rotation_sets", sets}});
     }

@@ -69,38 +69,12 @@ __global__ void dequantize_int32_kernel(const int4* __restrict__ acc, const floa
   }
 }
 
-struct Variant {
-  std::function<void(int set)> launch;
-  Replay replay = Replay::kStream;
-};
-
-// Times every variant in `rounds` interleaved rounds and returns each one's median over the
-// rounds' medians (us): neighbouring variants see the same clocks and temperature, so a few
-// percent between them is not the GPU warming up between one measurement and the next.
-std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, int sets,
-                                          int samples, int rounds) {
-  std::vector<std::vector<double>> per_round(variants.size());
-  for (int round = 0; round < rounds; ++round) {
-    for (std::size_t i = 0; i < variants.size(); ++i) {
-      const Variant& v = variants[i];
-      per_round[i].push_back(time_launches(v.launch, sets, samples, v.replay).median_ms * 1e3);
-    }
-  }
-  std::vector<double> medians;
-  for (auto& times : per_round) {
-    std::sort(times.begin(), times.end());
-    medians.push_back(times[times.size() / 2]);
-  }
-  return medians;
-}
-
-
 }  // namespace
 
 nlohmann::json run_gemm_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
   const int samples = options.quick ? 5 : 10;
-  const int kRounds = options.quick ? 1 : 3;
+  const int interleaved_samples = options.quick ? 5 : 30;  // per variant of a row
   const double copy_gbps = measure_copy_gbps(samples);
   std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
               static_cast<long long>(device.l2_bytes >> 20));
@@ -188,7 +162,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
         args.enable_pdl = pdl;
         scaled_mm(args, bench_stream());
       };
-      // Every variant of this shape, timed in interleaved rounds.
+      // Every variant of this shape, timed sample by sample in turn (interleaved_median_us).
       std::vector<Variant> launches;
       auto ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue, const char* config,
                       Replay replay = Replay::kStream, bool pdl = false) {
@@ -265,7 +239,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name.c_str(), e.what());
       }
-      const std::vector<double> us = interleaved_median_us(launches, sets, samples, kRounds);
+      const std::vector<double> us = interleaved_median_us(launches, sets, interleaved_samples);
       const double fp8_us = us[fp8_at], fp8_token_channel_us = us[fp8_token_channel_at];
       const double int8_us = us[int8_at], int8_azp_us = us[int8_azp_at];
       const double int8_azp_token_us = us[int8_azp_token_at];

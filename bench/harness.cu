@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <memory>
+#include <utility>
 
 namespace lowbit::bench {
 
@@ -28,61 +30,119 @@ cudaStream_t bench_stream() {
   return stream;
 }
 
+namespace {
+
+// One variant's timed batches: the warm-up, the batch size and (for graph replay) the captured
+// graph are set up once; each sample() then times one batch.
+class BatchTimer {
+ public:
+  BatchTimer(std::function<void(int)> launch, int sets, Replay replay)
+      : launch_(std::move(launch)), sets_(sets) {
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+    // Warm-up (module load, clocks), then size the batch from one timed launch.
+    timed([&] { issue(3); });
+    const double one = std::max(timed([&] { issue(1); }), 1e-4);
+    launches_ = std::clamp(static_cast<int>(0.2 / one), 1, 200);
+    // A replayed graph restarts at set 0: a whole number of rotations keeps the set just read
+    // from being read again at once.
+    if (replay == Replay::kGraph) {
+      launches_ = (launches_ + sets - 1) / sets * sets;
+      const cudaStream_t stream = bench_stream();
+      cudaGraph_t graph = nullptr;
+      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+      issue(launches_);
+      check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+      check(cudaGraphInstantiate(&graph_exec_, graph, 0), "cudaGraphInstantiate");
+      check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+      timed([&] { batch(); });  // the graph's first upload
+    }
+  }
+  BatchTimer(const BatchTimer&) = delete;
+  BatchTimer& operator=(const BatchTimer&) = delete;
+  ~BatchTimer() {
+    if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+
+  int launches_per_sample() const { return launches_; }
+
+  // Milliseconds per launch over one batch.
+  double sample() {
+    const double ms = timed([&] { batch(); }) / launches_;
+    check(cudaGetLastError(), "kernel launch");
+    return ms;
+  }
+
+ private:
+  void issue(int launches) {
+    for (int i = 0; i < launches; ++i) {
+      launch_(next_);
+      next_ = (next_ + 1) % sets_;
+    }
+  }
+  void batch() {
+    if (graph_exec_ != nullptr) {
+      check(cudaGraphLaunch(graph_exec_, bench_stream()), "cudaGraphLaunch");
+    } else {
+      issue(launches_);
+    }
+  }
+  template <typename Work>
+  double timed(const Work& work) {
+    const cudaStream_t stream = bench_stream();
+    check(cudaEventRecord(start_, stream), "cudaEventRecord");
+    work();
+    check(cudaEventRecord(stop_, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return static_cast<double>(ms);
+  }
+
+  std::function<void(int)> launch_;
+  int sets_;
+  int next_ = 0;
+  int launches_ = 1;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cudaGraphExec_t graph_exec_ = nullptr;
+};
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
 Timing time_launches(const std::function<void(int)>& launch, int sets, int samples,
                      Replay replay) {
-  const cudaStream_t stream = bench_stream();
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  int next = 0;
-  auto issue = [&](int launches) {
-    for (int i = 0; i < launches; ++i) {
-      launch(next);
-      next = (next + 1) % sets;
-    }
-  };
-  auto timed = [&](const std::function<void()>& work) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    work();
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    return static_cast<double>(ms);
-  };
-  // Warm-up (module load, clocks), then size the batch from one timed launch.
-  timed([&] { issue(3); });
-  const double one = std::max(timed([&] { issue(1); }), 1e-4);
-  int launches = std::clamp(static_cast<int>(0.2 / one), 1, 200);
-  // A replayed graph restarts at set 0: a whole number of rotations keeps the set just read
-  // from being read again at once.
-  if (replay == Replay::kGraph) launches = (launches + sets - 1) / sets * sets;
-  std::function<void()> batch = [&] { issue(launches); };
-  cudaGraphExec_t graph_exec = nullptr;
-  if (replay == Replay::kGraph) {
-    cudaGraph_t graph = nullptr;
-    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
-    issue(launches);
-    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
-    check(cudaGraphDestroy(graph), "cudaGraphDestroy");
-    batch = [&] { check(cudaGraphLaunch(graph_exec, stream), "cudaGraphLaunch"); };
-    timed(batch);  // the graph's first upload
-  }
+  BatchTimer timer(launch, sets, replay);
   std::vector<double> per_launch;
-  for (int s = 0; s < samples; ++s) per_launch.push_back(timed(batch) / launches);
-  check(cudaGetLastError(), "kernel launch");
-  if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(per_launch.begin(), per_launch.end());
+  for (int s = 0; s < samples; ++s) per_launch.push_back(timer.sample());
   Timing timing;
-  timing.median_ms = per_launch[per_launch.size() / 2];
-  timing.min_ms = per_launch.front();
-  timing.max_ms = per_launch.back();
+  timing.median_ms = median_of(per_launch);
+  timing.min_ms = *std::min_element(per_launch.begin(), per_launch.end());
+  timing.max_ms = *std::max_element(per_launch.begin(), per_launch.end());
   timing.samples = samples;
-  timing.launches_per_sample = launches;
+  timing.launches_per_sample = timer.launches_per_sample();
   return timing;
+}
+
+std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, int sets,
+                                          int samples) {
+  std::vector<std::unique_ptr<BatchTimer>> timers;
+  for (const Variant& v : variants) {
+    timers.push_back(std::make_unique<BatchTimer>(v.launch, sets, v.replay));
+  }
+  std::vector<std::vector<double>> per_launch(variants.size());
+  for (int s = 0; s < samples; ++s) {
+    for (std::size_t i = 0; i < timers.size(); ++i) per_launch[i].push_back(timers[i]->sample());
+  }
+  std::vector<double> medians;
+  for (const auto& times : per_launch) medians.push_back(median_of(times) * 1e3);
+  return medians;
 }
 
 int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes) {

@@ -51,6 +51,19 @@ enum class Replay { kStream, kGraph };
 Timing time_launches(const std::function<void(int set)>& launch, int sets, int samples,
                      Replay replay = Replay::kStream);
 
+// One benchmark variant: what to launch and how to issue it.
+struct Variant {
+  std::function<void(int set)> launch;
+  Replay replay = Replay::kStream;
+};
+
+// Median time per launch (us) of every variant, sampled in turn: sample s of every variant is
+// taken before sample s + 1 of any. Under a power limit the clocks drift over tens of ms, so
+// variants timed one after another can differ by 10% on the same kernel; interleaved, every
+// variant's samples spread over the same stretch of time and see the same clocks.
+std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, int sets,
+                                          int samples);
+
 // Buffer sets needed so `bytes_per_set * sets` exceeds 2.5 x L2.
 int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes);
 
