@@ -145,6 +145,20 @@ std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, 
   return medians;
 }
 
+std::vector<double> rounds_median_us(const std::vector<Variant>& variants, int sets, int samples,
+                                     int rounds) {
+  std::vector<std::vector<double>> per_round(variants.size());
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const Variant& v = variants[i];
+      per_round[i].push_back(time_launches(v.launch, sets, samples, v.replay).median_ms * 1e3);
+    }
+  }
+  std::vector<double> medians;
+  for (const auto& times : per_round) medians.push_back(median_of(times));
+  return medians;
+}
+
 int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes) {
   const std::int64_t want = l2_bytes * 5 / 2;
   return static_cast<int>(std::max<std::int64_t>(1, (want + bytes_per_set - 1) / bytes_per_set));
