@@ -43,8 +43,11 @@ class BatchTimer {
       : launch_(std::move(launch)), sets_(sets), hold_(hold) {
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
-    // Warm-up (module load, clocks), then size the batch from one timed launch.
-    timed([&] { issue(3); });
+    // Warm-up (module load, clocks), then size the batch from one timed launch. The warm-up
+    // runs unheld: loading a kernel's module on its first launch may wait for the device to
+    // idle (lazy loading), which a held stream never does.
+    issue(3);
+    check(cudaStreamSynchronize(bench_stream()), "warm-up");
     const double one = std::max(timed([&] { issue(1); }), 1e-4);
     launches_ = std::clamp(static_cast<int>(0.2 / one), 1, 200);
     // A replayed graph restarts at set 0: a whole number of rotations keeps the set just read
