@@ -119,8 +119,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
         args.enable_pdl = pdl;
         block_fp8_mm(args, bench_stream());
       };
-      // Every variant of this row, timed one after another in this order (rounds_median_us, one
-      // round): ours first, which at M = 4096 can read faster than the same kernel forced later.
+      // Every variant of this row, sampled in turn (interleaved_median_us).
       std::vector<Variant> variants;
       auto add = [&](std::function<void(int)> launch, Replay replay = Replay::kStream) {
         variants.push_back({std::move(launch), replay});
@@ -184,7 +183,7 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
         pt->run(weights[set]->get(), static_cast<const float*>(scalar.get()), x.get(),
                 static_cast<const float*>(scalar.get()), y.get());
       }) : 0;
-      const std::vector<double> times_us = rounds_median_us(variants, sets, samples, 1);
+      const std::vector<double> times_us = interleaved_median_us(variants, sets, samples);
       const double ours_us = times_us[ours_at];
       const double pdl_us = decode ? times_us[pdl_at] : -1;
       const double blk_us = blk ? times_us[blk_at] : -1, pt_us = pt ? times_us[pt_at] : -1;

@@ -74,7 +74,7 @@ __global__ void dequantize_int32_kernel(const int4* __restrict__ acc, const floa
 nlohmann::json run_gemm_bench(const BenchOptions& options) {
   const DeviceInfo device = device_info();
   const int samples = options.quick ? 5 : 10;
-  const int kRounds = options.quick ? 1 : 3;
+  const int interleaved_samples = options.quick ? 5 : 30;  // per variant of a row
   const double copy_gbps = measure_copy_gbps(samples);
   std::printf("device: %s (%d SMs, L2 %lld MB)\n", device.name.c_str(), device.sm_count,
               static_cast<long long>(device.l2_bytes >> 20));
@@ -162,7 +162,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
         args.enable_pdl = pdl;
         scaled_mm(args, bench_stream());
       };
-      // Every variant of this shape, timed in interleaved rounds (rounds_median_us).
+      // Every variant of this shape, sampled in turn (interleaved_median_us).
       std::vector<Variant> launches;
       auto ours = [&](bool int8, bool per_token, ScaledMmEpilogue epilogue, const char* config,
                       Replay replay = Replay::kStream, bool pdl = false) {
@@ -239,7 +239,7 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       } catch (const Error& e) {
         std::fprintf(stderr, "cuBLASLt int8 unavailable for M=%lld %s: %s\n", static_cast<long long>(m), s.name.c_str(), e.what());
       }
-      const std::vector<double> us = rounds_median_us(launches, sets, samples, kRounds);
+      const std::vector<double> us = interleaved_median_us(launches, sets, interleaved_samples);
       const double fp8_us = us[fp8_at], fp8_token_channel_us = us[fp8_token_channel_at];
       const double int8_us = us[int8_at], int8_azp_us = us[int8_azp_at];
       const double int8_azp_token_us = us[int8_azp_token_at];

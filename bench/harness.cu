@@ -2,6 +2,7 @@
 #include "harness.cuh"
 
 #include "bench.h"
+#include "stream_hold.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -33,15 +34,20 @@ cudaStream_t bench_stream() {
 namespace {
 
 // One variant's timed batches: the warm-up, the batch size and (for graph replay) the captured
-// graph are set up once; each sample() then times one batch.
+// graph are set up once; each sample() then times one batch. With a StreamHold the batch is
+// queued behind it before the clock starts, so only GPU time is timed.
 class BatchTimer {
  public:
-  BatchTimer(std::function<void(int)> launch, int sets, Replay replay)
-      : launch_(std::move(launch)), sets_(sets) {
+  BatchTimer(std::function<void(int)> launch, int sets, Replay replay,
+             StreamHold* hold = nullptr)
+      : launch_(std::move(launch)), sets_(sets), hold_(hold) {
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
-    // Warm-up (module load, clocks), then size the batch from one timed launch.
-    timed([&] { issue(3); });
+    // Warm-up (module load, clocks), then size the batch from one timed launch. The warm-up
+    // runs unheld: loading a kernel's module on its first launch may wait for the device to
+    // idle (lazy loading), which a held stream never does.
+    issue(3);
+    check(cudaStreamSynchronize(bench_stream()), "warm-up");
     const double one = std::max(timed([&] { issue(1); }), 1e-4);
     launches_ = std::clamp(static_cast<int>(0.2 / one), 1, 200);
     // A replayed graph restarts at set 0: a whole number of rotations keeps the set just read
@@ -55,7 +61,8 @@ class BatchTimer {
       check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
       check(cudaGraphInstantiate(&graph_exec_, graph, 0), "cudaGraphInstantiate");
       check(cudaGraphDestroy(graph), "cudaGraphDestroy");
-      timed([&] { batch(); });  // the graph's first upload
+      batch();  // the graph's first upload, unheld like the warm-up
+      check(cudaStreamSynchronize(stream), "graph upload");
     }
   }
   BatchTimer(const BatchTimer&) = delete;
@@ -92,10 +99,13 @@ class BatchTimer {
   template <typename Work>
   double timed(const Work& work) {
     const cudaStream_t stream = bench_stream();
+    if (hold_ != nullptr) hold_->arm(stream);
     check(cudaEventRecord(start_, stream), "cudaEventRecord");
     work();
     check(cudaEventRecord(stop_, stream), "cudaEventRecord");
+    if (hold_ != nullptr) hold_->release();
     check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    if (hold_ != nullptr) hold_->throw_if_timed_out();
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
     return static_cast<double>(ms);
@@ -103,6 +113,7 @@ class BatchTimer {
 
   std::function<void(int)> launch_;
   int sets_;
+  StreamHold* hold_;
   int next_ = 0;
   int launches_ = 1;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -132,9 +143,10 @@ Timing time_launches(const std::function<void(int)>& launch, int sets, int sampl
 
 std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, int sets,
                                           int samples) {
+  StreamHold hold(device_info().l2_bytes);
   std::vector<std::unique_ptr<BatchTimer>> timers;
   for (const Variant& v : variants) {
-    timers.push_back(std::make_unique<BatchTimer>(v.launch, sets, v.replay));
+    timers.push_back(std::make_unique<BatchTimer>(v.launch, sets, v.replay, &hold));
   }
   std::vector<std::vector<double>> per_launch(variants.size());
   for (int s = 0; s < samples; ++s) {
@@ -142,20 +154,6 @@ std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, 
   }
   std::vector<double> medians;
   for (const auto& times : per_launch) medians.push_back(median_of(times) * 1e3);
-  return medians;
-}
-
-std::vector<double> rounds_median_us(const std::vector<Variant>& variants, int sets, int samples,
-                                     int rounds) {
-  std::vector<std::vector<double>> per_round(variants.size());
-  for (int round = 0; round < rounds; ++round) {
-    for (std::size_t i = 0; i < variants.size(); ++i) {
-      const Variant& v = variants[i];
-      per_round[i].push_back(time_launches(v.launch, sets, samples, v.replay).median_ms * 1e3);
-    }
-  }
-  std::vector<double> medians;
-  for (const auto& times : per_round) medians.push_back(median_of(times));
   return medians;
 }
 

@@ -59,20 +59,12 @@ struct Variant {
 
 // Median time per launch (us) of every variant, sampled in turn: sample s of every variant is
 // taken before sample s + 1 of any, so all variants' samples spread over the same stretch of
-// time and clocks. For variants that share a launch path (lowbit's dense and 2:4 GEMVs). Not for
-// ours against cuBLASLt: each sample is timed from an idle stream, so it also counts any wait
-// for the host to submit the batch. On an H200, cuBLASLt sampled in turn read 5-100% slower at
-// decode sizes than back to back while its graph replays did not move: most likely its host
-// path, taken cold after the other variants.
+// time and clocks (under a power limit, variants timed one after another can read 10-17% apart
+// on the same kernel). Each sample starts with L2 swept and is queued behind a StreamHold, so
+// that neither the previous variant's data in L2 nor the host's launch calls (cuBLASLt's, taken
+// cold after other variants, cost up to 2x at decode sizes) count.
 std::vector<double> interleaved_median_us(const std::vector<Variant>& variants, int sets,
                                           int samples);
-
-// Median time per launch (us) of every variant in `rounds` rounds: each round times every
-// variant in turn, `samples` back to back, and a variant's result is the median of its round
-// medians. Variants later in a round run at the clocks their predecessors left: on an H200 at
-// M = 4096, the same kernel read up to 17% apart in two places of one round.
-std::vector<double> rounds_median_us(const std::vector<Variant>& variants, int sets, int samples,
-                                     int rounds);
 
 // Buffer sets needed so `bytes_per_set * sets` exceeds 2.5 x L2.
 int rotation_sets(std::int64_t bytes_per_set, std::int64_t l2_bytes);
