@@ -13,7 +13,8 @@
 // - The tile's weight scales (one or two 128-row scale blocks) are staged in shared memory.
 // - The bf16 tile is written with stmatrix into a staging buffer and leaves in TMA stores that
 //   clip at M and N and run while the next tile starts: swizzled 64-column boxes, or plain
-//   48-column boxes when the width is not a multiple of 64 (144).
+//   48-column boxes when the width is not a multiple of 64 (144). With kPieceStore the buffer
+//   holds one 128-row box and the tile leaves box by box (a fourth 256 x 128 stage fits).
 // - Cluster tiles run in groups of 8 weight-block pairs, pair-fastest, for L2 reuse.
 // Split-K form (kSplitK, 128 x 128 tiles, `splitk128x128`): for a few tokens, where the tiles
 // alone would leave most SMs idle. The cluster is S = 1, 2, 3, 4 or 8 blocks along K on one tile
@@ -55,7 +56,7 @@ using own_prefill::kThreads;
 struct Params {
   CUtensorMap a_map;  // activations [M, K] bytes, boxes of 128 x (kBlockM / 2) rows
   CUtensorMap b_map;  // weights [N, K] bytes, boxes of 128 x kBlockN rows
-  CUtensorMap d_map;  // output [M, N] bf16, boxes of kOutBoxColumns x kBlockM rows
+  CUtensorMap d_map;  // output [M, N] bf16, boxes of kOutBoxColumns x kOutBoxRows
   void* d;            // the output itself and its row stride (the split-K form stores directly)
   std::int64_t ldd;
   const float* a_scales;  // As(m, kb) at kb * a_scale_stride_k + m
@@ -154,11 +155,12 @@ __host__ __device__ constexpr int finished_warps(int rank, int splits) {
   return (own_prefill::kConsumerWarps - rank + splits - 1) / splits;
 }
 
-template <int kBlockM, int kBlockN, bool kSplitK = false>
+template <int kBlockM, int kBlockN, bool kSplitK = false, bool kPieceStore = false>
 struct Kernel {
   static_assert(kBlockM == 128 || kBlockM == 256, "two warpgroups of 64-token locals");
   static_assert(kBlockN == 128 || kBlockN == 144 || kBlockN == 192, "wgmma n128, n144 or n192");
   static_assert(!kSplitK || (kBlockM == 128 && kBlockN == 128), "split-K: 128 x 128 tiles");
+  static_assert(!kSplitK || !kPieceStore, "split-K stores from registers");
   static constexpr int kLocals = kBlockM / 128;  // 64-token row groups per warpgroup
   static constexpr int kValues = kBlockN / 2;    // a 64 x kBlockN fp32 tile over 128 threads
   // Split-K: a warp's 16 x kBlockN partial sums, as 16-byte vectors [vector][lane].
@@ -173,10 +175,14 @@ struct Kernel {
   static constexpr bool kOutSwizzled = kBlockN % 64 == 0;
   static constexpr int kOutBoxColumns = kOutSwizzled ? 64 : 48;
   static constexpr int kOutBoxGroups = kOutBoxColumns / 8;  // 16-byte column groups per row
-  static constexpr int kOutBoxBytes = kBlockM * kOutBoxColumns * 2;
+  // kPieceStore: the tile leaves one 128-row box at a time through a buffer of one box, which
+  // leaves the ring room for a fourth 256 x 128 stage; else the whole tile is staged at once.
+  static constexpr int kOutBoxRows = kPieceStore ? 128 : kBlockM;
+  static constexpr int kOutBoxBytes = kOutBoxRows * kOutBoxColumns * 2;
   // The output staging buffer; the split-K form receives partial sums there instead.
-  static constexpr int kOutBytes = kSplitK ? kMaxReceivedSlices * kSliceBytes
-                                           : kBlockN / kOutBoxColumns * kOutBoxBytes;
+  static constexpr int kOutBytes = kSplitK       ? kMaxReceivedSlices * kSliceBytes
+                                   : kPieceStore ? kOutBoxBytes
+                                                 : kBlockN / kOutBoxColumns * kOutBoxBytes;
   // A tile starts a multiple of gcd(kBlockN, 128) columns into its first weight scale block, so
   // that block covers 16, 16 - kFormerStep, ... of its 8-column groups (kFormer below).
   static constexpr int kFormerStep = (kBlockN % 128 == 0 ? 128 : kBlockN % 64 == 0 ? 64 : 16) / 8;
@@ -334,6 +340,10 @@ struct Kernel {
                                                     const ConsumerRing& ring,
                                                     const ConsumerThread& me,
                                                     const float (&total)[kLocals][kValues]) {
+    if constexpr (kPieceStore) {
+      store_tile_pieces(p, tile, ring, me, total);
+      return;
+    }
     if (me.thread == 0) tile_store::wait_stores_read();
     tile_store::named_barrier_sync(1, 256);
     // Lanes 0-7 address the rows of the first 8 x 8 matrix, lanes 8-15 those of the second.
@@ -362,6 +372,39 @@ struct Kernel {
                               tile.n0 + box * kOutBoxColumns, tile.m0);
       }
       tile_store::commit_stores();
+    }
+  }
+
+  // store_tile through a buffer of one box (kPieceStore): per 128-row local and box of columns,
+  // wait until the previous box's store has read the buffer, fill it, store it.
+  static __device__ __forceinline__ void store_tile_pieces(const Params& p, const Tile& tile,
+                                                           const ConsumerRing& ring,
+                                                           const ConsumerThread& me,
+                                                           const float (&total)[kLocals][kValues]) {
+    const int row = 64 * me.group + 16 * ((me.thread / 32) % 4) + me.lane % 16;
+#pragma unroll
+    for (int local = 0; local < kLocals; ++local) {
+      if (tile.m0 + 128 * local >= p.m) break;  // block-uniform: nothing of it is in the output
+#pragma unroll
+      for (int box = 0; box < kBlockN / kOutBoxColumns; ++box) {
+        if (me.thread == 0) tile_store::wait_stores_read();
+        tile_store::named_barrier_sync(1, 256);
+#pragma unroll
+        for (int group = 0; group < kOutBoxGroups; ++group) {
+          const std::uint32_t offset = kOutSwizzled ? tile_store::swizzled_offset(row, group)
+                                                    : row * (2 * kOutBoxColumns) + 16 * group;
+          const float* v = &total[local][4 * (box * kOutBoxGroups + group)];
+          tile_store::stmatrix_x2(ring.out_tile + offset, tile_store::pack_bf16x2(v[0], v[1]),
+                                  tile_store::pack_bf16x2(v[2], v[3]));
+        }
+        fence_shared_for_async_proxy();
+        tile_store::named_barrier_sync(1, 256);
+        if (me.thread == 0) {
+          tile_store::store_box(p.d_map, ring.out_tile, tile.n0 + box * kOutBoxColumns,
+                                tile.m0 + 128 * local);
+          tile_store::commit_stores();
+        }
+      }
     }
   }
 
@@ -479,9 +522,9 @@ struct Kernel {
   }
 };
 
-template <int kBlockM, int kBlockN, bool kSplitK = false>
+template <int kBlockM, int kBlockN, bool kSplitK = false, bool kPieceStore = false>
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ Params params) {
-  using K = Kernel<kBlockM, kBlockN, kSplitK>;
+  using K = Kernel<kBlockM, kBlockN, kSplitK, kPieceStore>;
   __shared__ float b_scales[K::kScaleRows * kMaxKBlocks];  // the tile's weight scales
   __shared__ std::uint64_t received;  // split-K: the other blocks' partial sums have arrived
   if (kSplitK && threadIdx.x == 0) {
@@ -529,13 +572,14 @@ inline Params operand_params(const BlockFp8GemmProblem& p, const float* a_scales
 }
 
 // Launches the tile on `stream`; `name` is the configuration's name for errors.
-template <int kBlockM, int kBlockN>
+template <int kBlockM, int kBlockN, bool kPieceStore = false>
 void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_scale_stride_k,
             cudaStream_t stream, const char* name) {
-  using K = Kernel<kBlockM, kBlockN>;
+  using K = Kernel<kBlockM, kBlockN, false, kPieceStore>;
+  constexpr auto* kKernel = &kernel<kBlockM, kBlockN, false, kPieceStore>;
   Params params = operand_params(p, a_scales, a_scale_stride_k, kBlockM / kClusterN, kBlockN,
                                  kBlockM, name);
-  if (!encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, kBlockM,
+  if (!encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, K::kOutBoxRows,
                               K::kOutBoxColumns, K::kOutSwizzled)) {
     check_tile(cudaErrorInvalidValue, "tensor map of d", name);
   }
@@ -550,12 +594,12 @@ void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_
   config.cluster_along_y = true;
   config.grid = dim3(1, kClusterN, 1);
   // As many clusters as fit at once (a cluster's blocks share a GPC), then persistent.
-  static const int resident = resident_clusters(kernel<kBlockM, kBlockN>, config);
+  static const int resident = resident_clusters(kKernel, config);
   if (resident == 0) {
     check_tile(cudaErrorInvalidConfiguration, "cluster occupancy", name);
   }
   config.grid.x = static_cast<unsigned>(std::min(params.cluster_tiles, resident));
-  check_tile(launch_kernel(kernel<kBlockM, kBlockN>, params, config, stream), "kernel launch",
+  check_tile(launch_kernel(kKernel, params, config, stream), "kernel launch",
              name);
 }
 

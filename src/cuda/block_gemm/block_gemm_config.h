@@ -68,4 +68,8 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
                                                 std::int64_t a_scale_stride_k,
                                                 bool fp32_output);
 
+// prefill256x128mc's output store for a K: one 128-row box at a time through a one-box buffer
+// (true: the ring gets a fourth stage), or the whole tile staged at once.
+bool store_256x128_by_box(std::int64_t k);
+
 }  // namespace lowbit::cuda
