@@ -292,12 +292,13 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
 
 bool store_256x128_by_box(std::int64_t k) {
   // From K = 4096 the 256 x 128 tile leaves one 128-row box at a time, so that its ring holds
-  // four stages instead of three. H200, M = 4096, two processes each, over cuBLASLt
-  // block-scaled / per-tensor in the same process: gate_up (K = 7168) 1.07x / 0.98x against
-  // 1.05x / 0.96x, o_proj (K = 16384) 1.07-1.08x / 0.94x against 1.04-1.05x / 0.91-0.93x; o_proj
-  // at 1024 / 8192 tokens 199.6 / 1643 µs against 205.2 / 1682. At K <= 2048 the box-by-box
-  // store cost more than the stage gave: down 1.05x against 1.08x, kv_b 0.97x against
-  // 1.17-1.19x (docs/perf/block_gemm.md, twenty-ninth session).
+  // four stages instead of three. H200, M = 4096, over cuBLASLt block-scaled / per-tensor in
+  // the same process (seven processes with it, six without): gate_up (K = 7168) 1.06-1.07x /
+  // 0.97-0.98x against 1.05-1.06x / 0.96-0.97x, o_proj (K = 16384) 1.06-1.08x / 0.93-0.94x
+  // against 1.04-1.05x / 0.91-0.93x; o_proj at 1024 / 8192 tokens 199.6 / 1643 µs against
+  // 205.2 / 1682. At K <= 2048 the box-by-box store cost more than the stage gave: down 1.05x
+  // against 1.08x, kv_b 0.97x against 1.17-1.19x (docs/perf/block_gemm.md, twenty-ninth
+  // session).
   return k >= 4096;
 }
 
