@@ -13,7 +13,7 @@
 // - The tile's weight scales (one or two 128-row scale blocks) are staged in shared memory.
 // - The bf16 tile is written with stmatrix into a staging buffer and leaves in TMA stores that
 //   clip at M and N and run while the next tile starts: swizzled 64-column boxes, or plain
-//   48-column boxes when the width is not a multiple of 64 (144). With kPieceStore the buffer
+//   48-column boxes when the width is not a multiple of 64 (144). With kStoreByBox the buffer
 //   holds one 128-row box and the tile leaves box by box (a fourth 256 x 128 stage fits).
 // - Cluster tiles run in groups of 8 weight-block pairs, pair-fastest, for L2 reuse.
 // Split-K form (kSplitK, 128 x 128 tiles, `splitk128x128`): for a few tokens, where the tiles
@@ -155,12 +155,12 @@ __host__ __device__ constexpr int finished_warps(int rank, int splits) {
   return (own_prefill::kConsumerWarps - rank + splits - 1) / splits;
 }
 
-template <int kBlockM, int kBlockN, bool kSplitK = false, bool kPieceStore = false>
+template <int kBlockM, int kBlockN, bool kSplitK = false, bool kStoreByBox = false>
 struct Kernel {
   static_assert(kBlockM == 128 || kBlockM == 256, "two warpgroups of 64-token locals");
   static_assert(kBlockN == 128 || kBlockN == 144 || kBlockN == 192, "wgmma n128, n144 or n192");
   static_assert(!kSplitK || (kBlockM == 128 && kBlockN == 128), "split-K: 128 x 128 tiles");
-  static_assert(!kSplitK || !kPieceStore, "split-K stores from registers");
+  static_assert(!kSplitK || !kStoreByBox, "split-K stores from registers");
   static constexpr int kLocals = kBlockM / 128;  // 64-token row groups per warpgroup
   static constexpr int kValues = kBlockN / 2;    // a 64 x kBlockN fp32 tile over 128 threads
   // Split-K: a warp's 16 x kBlockN partial sums, as 16-byte vectors [vector][lane].
@@ -175,13 +175,13 @@ struct Kernel {
   static constexpr bool kOutSwizzled = kBlockN % 64 == 0;
   static constexpr int kOutBoxColumns = kOutSwizzled ? 64 : 48;
   static constexpr int kOutBoxGroups = kOutBoxColumns / 8;  // 16-byte column groups per row
-  // kPieceStore: the tile leaves one 128-row box at a time through a buffer of one box, which
+  // kStoreByBox: the tile leaves one 128-row box at a time through a buffer of one box, which
   // leaves the ring room for a fourth 256 x 128 stage; else the whole tile is staged at once.
-  static constexpr int kOutBoxRows = kPieceStore ? 128 : kBlockM;
+  static constexpr int kOutBoxRows = kStoreByBox ? 128 : kBlockM;
   static constexpr int kOutBoxBytes = kOutBoxRows * kOutBoxColumns * 2;
   // The output staging buffer; the split-K form receives partial sums there instead.
   static constexpr int kOutBytes = kSplitK       ? kMaxReceivedSlices * kSliceBytes
-                                   : kPieceStore ? kOutBoxBytes
+                                   : kStoreByBox ? kOutBoxBytes
                                                  : kBlockN / kOutBoxColumns * kOutBoxBytes;
   // A tile starts a multiple of gcd(kBlockN, 128) columns into its first weight scale block, so
   // that block covers 16, 16 - kFormerStep, ... of its 8-column groups (kFormer below).
@@ -340,8 +340,8 @@ struct Kernel {
                                                     const ConsumerRing& ring,
                                                     const ConsumerThread& me,
                                                     const float (&total)[kLocals][kValues]) {
-    if constexpr (kPieceStore) {
-      store_tile_pieces(p, tile, ring, me, total);
+    if constexpr (kStoreByBox) {
+      store_tile_by_box(p, tile, ring, me, total);
       return;
     }
     if (me.thread == 0) tile_store::wait_stores_read();
@@ -375,9 +375,9 @@ struct Kernel {
     }
   }
 
-  // store_tile through a buffer of one box (kPieceStore): per 128-row local and box of columns,
+  // store_tile through a buffer of one box (kStoreByBox): per 128-row local and box of columns,
   // wait until the previous box's store has read the buffer, fill it, store it.
-  static __device__ __forceinline__ void store_tile_pieces(const Params& p, const Tile& tile,
+  static __device__ __forceinline__ void store_tile_by_box(const Params& p, const Tile& tile,
                                                            const ConsumerRing& ring,
                                                            const ConsumerThread& me,
                                                            const float (&total)[kLocals][kValues]) {
@@ -522,9 +522,9 @@ struct Kernel {
   }
 };
 
-template <int kBlockM, int kBlockN, bool kSplitK = false, bool kPieceStore = false>
+template <int kBlockM, int kBlockN, bool kSplitK = false, bool kStoreByBox = false>
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ Params params) {
-  using K = Kernel<kBlockM, kBlockN, kSplitK, kPieceStore>;
+  using K = Kernel<kBlockM, kBlockN, kSplitK, kStoreByBox>;
   __shared__ float b_scales[K::kScaleRows * kMaxKBlocks];  // the tile's weight scales
   __shared__ std::uint64_t received;  // split-K: the other blocks' partial sums have arrived
   if (kSplitK && threadIdx.x == 0) {
@@ -572,11 +572,11 @@ inline Params operand_params(const BlockFp8GemmProblem& p, const float* a_scales
 }
 
 // Launches the tile on `stream`; `name` is the configuration's name for errors.
-template <int kBlockM, int kBlockN, bool kPieceStore = false>
+template <int kBlockM, int kBlockN, bool kStoreByBox = false>
 void launch(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t a_scale_stride_k,
             cudaStream_t stream, const char* name) {
-  using K = Kernel<kBlockM, kBlockN, false, kPieceStore>;
-  constexpr auto* kKernel = &kernel<kBlockM, kBlockN, false, kPieceStore>;
+  using K = Kernel<kBlockM, kBlockN, false, kStoreByBox>;
+  constexpr auto* kKernel = &kernel<kBlockM, kBlockN, false, kStoreByBox>;
   Params params = operand_params(p, a_scales, a_scale_stride_k, kBlockM / kClusterN, kBlockN,
                                  kBlockM, name);
   if (!encode_bf16_matrix_map(&params.d_map, p.d, p.m, p.n, p.ldd * 2, K::kOutBoxRows,
