@@ -333,6 +333,17 @@ struct Kernel {
     accumulate_tile<kFormer>(range, ring, me, a_low, b_low, s, phase, b_scales, sum, total);
   }
 
+  // A lane's stmatrix row in its warpgroup's 64 rows of a local (+ 64 for the second
+  // warpgroup): lanes 0-7 address the rows of the first 8 x 8 matrix, lanes 8-15 the second's.
+  static __device__ __forceinline__ int staging_row(const ConsumerThread& me) {
+    return 64 * me.group + 16 * ((me.thread / 32) % 4) + me.lane % 16;
+  }
+  // Byte offset of 16-byte column group `group` of `row` in an output box.
+  static __device__ __forceinline__ std::uint32_t box_offset(int row, int group) {
+    return kOutSwizzled ? tile_store::swizzled_offset(row, group)
+                        : row * (2 * kOutBoxColumns) + 16 * group;
+  }
+
   // Writes the tile's totals as bf16 through the staging buffer: each warp's 16 rows of a
   // local go in with stmatrix, then one thread stores the output boxes with TMA. Before the
   // buffer is refilled, that thread waits for the previous tile's stores to have read it.
@@ -346,8 +357,7 @@ struct Kernel {
     }
     if (me.thread == 0) tile_store::wait_stores_read();
     tile_store::named_barrier_sync(1, 256);
-    // Lanes 0-7 address the rows of the first 8 x 8 matrix, lanes 8-15 those of the second.
-    const int warp_row = 64 * me.group + 16 * ((me.thread / 32) % 4) + me.lane % 16;
+    const int warp_row = staging_row(me);
 #pragma unroll
     for (int local = 0; local < kLocals; ++local) {
       const int row = 128 * local + warp_row;
@@ -355,10 +365,8 @@ struct Kernel {
       for (int i = 0; i < kValues / 4; ++i) {  // columns [8 i, 8 i + 8)
         const std::uint32_t box = ring.out_tile + (i / kOutBoxGroups) * kOutBoxBytes;
         const int group = i % kOutBoxGroups;
-        const std::uint32_t offset = kOutSwizzled ? tile_store::swizzled_offset(row, group)
-                                                  : row * (2 * kOutBoxColumns) + 16 * group;
         const float* v = &total[local][4 * i];
-        tile_store::stmatrix_x2(box + offset,
+        tile_store::stmatrix_x2(box + box_offset(row, group),
                                 tile_store::pack_bf16x2(v[0], v[1]),
                                 tile_store::pack_bf16x2(v[2], v[3]));
       }
@@ -381,7 +389,7 @@ struct Kernel {
                                                            const ConsumerRing& ring,
                                                            const ConsumerThread& me,
                                                            const float (&total)[kLocals][kValues]) {
-    const int row = 64 * me.group + 16 * ((me.thread / 32) % 4) + me.lane % 16;
+    const int row = staging_row(me);
 #pragma unroll
     for (int local = 0; local < kLocals; ++local) {
       if (tile.m0 + 128 * local >= p.m) break;  // block-uniform: nothing of it is in the output
@@ -391,10 +399,9 @@ struct Kernel {
         tile_store::named_barrier_sync(1, 256);
 #pragma unroll
         for (int group = 0; group < kOutBoxGroups; ++group) {
-          const std::uint32_t offset = kOutSwizzled ? tile_store::swizzled_offset(row, group)
-                                                    : row * (2 * kOutBoxColumns) + 16 * group;
           const float* v = &total[local][4 * (box * kOutBoxGroups + group)];
-          tile_store::stmatrix_x2(ring.out_tile + offset, tile_store::pack_bf16x2(v[0], v[1]),
+          tile_store::stmatrix_x2(ring.out_tile + box_offset(row, group),
+                                  tile_store::pack_bf16x2(v[0], v[1]),
                                   tile_store::pack_bf16x2(v[2], v[3]));
         }
         fence_shared_for_async_proxy();
