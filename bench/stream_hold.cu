@@ -3,7 +3,6 @@
 
 #include <atomic>
 
-#include "harness.cuh"
 #include "lowbit/error.h"
 
 namespace lowbit::bench {
@@ -45,7 +44,8 @@ __global__ void sweep_kernel(const uint4* data, std::int64_t vectors, unsigned* 
 
 }  // namespace
 
-StreamHold::StreamHold(std::int64_t l2_bytes) : sweep_bytes_(2 * l2_bytes + 16) {
+StreamHold::StreamHold(std::int64_t l2_bytes)
+    : sweep_bytes_(2 * l2_bytes + 16), sweep_(static_cast<std::size_t>(sweep_bytes_)) {
   void* host = nullptr;
   check(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
   release_host_ = static_cast<volatile int*>(host);
@@ -54,22 +54,18 @@ StreamHold::StreamHold(std::int64_t l2_bytes) : sweep_bytes_(2 * l2_bytes + 16) 
   check(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
   release_device_ = static_cast<int*>(device);
   timed_out_device_ = release_device_ + 1;
-  check(cudaMalloc(&sweep_, static_cast<std::size_t>(sweep_bytes_)), "cudaMalloc");
-  check(cudaMemset(sweep_, 1, static_cast<std::size_t>(sweep_bytes_)), "cudaMemset");
+  check(cudaMemset(sweep_.get(), 1, static_cast<std::size_t>(sweep_bytes_)), "cudaMemset");
 }
 
-StreamHold::~StreamHold() {
-  cudaFreeHost(const_cast<int*>(release_host_));
-  cudaFree(sweep_);
-}
+StreamHold::~StreamHold() { cudaFreeHost(const_cast<int*>(release_host_)); }
 
 void StreamHold::arm(cudaStream_t stream) {
   *release_host_ = 0;
   *timed_out_host_ = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const std::int64_t vectors = sweep_bytes_ / 16 - 1;  // the last 16 bytes are the sink
-  sweep_kernel<<<1024, 256, 0, stream>>>(static_cast<const uint4*>(sweep_), vectors,
-                                         static_cast<unsigned*>(sweep_) + vectors * 4);
+  sweep_kernel<<<1024, 256, 0, stream>>>(static_cast<const uint4*>(sweep_.get()), vectors,
+                                         static_cast<unsigned*>(sweep_.get()) + vectors * 4);
   hold_kernel<<<1, 1, 0, stream>>>(release_device_, timed_out_device_);
   check(cudaGetLastError(), "stream hold launch");
 }

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "harness.cuh"
+
 namespace lowbit::bench {
 
 class StreamHold {
@@ -32,8 +34,8 @@ class StreamHold {
   int* release_device_ = nullptr;
   volatile int* timed_out_host_ = nullptr;
   int* timed_out_device_ = nullptr;
-  void* sweep_ = nullptr;
-  std::int64_t sweep_bytes_ = 0;
+  std::int64_t sweep_bytes_;
+  DeviceMemory sweep_;
 };
 
 }  // namespace lowbit::bench
