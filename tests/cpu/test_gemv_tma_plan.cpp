@@ -209,6 +209,22 @@ TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
 }
 
+// The weights stream with L2 hints (unwidened, evict-first) unless switched off for a
+// measurement; a forced plan keeps them.
+TEST(GemvTmaPlan, WeightsReadOnceUnlessSwitchedOff) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  unsetenv("LOWBIT_GEMV_TMA_STREAM_HINTS");
+  EXPECT_TRUE(choose_plan(18432, 7168, 1, 132).weights_read_once);
+  EXPECT_TRUE(choose_plan(4096, 4096, 8, 132, true).weights_read_once);
+  setenv("LOWBIT_GEMV_TMA_PLAN", "2x4", 1);
+  EXPECT_TRUE(choose_plan(4096, 4096, 1, 132).weights_read_once);
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  setenv("LOWBIT_GEMV_TMA_STREAM_HINTS", "0", 1);
+  EXPECT_FALSE(choose_plan(18432, 7168, 1, 132).weights_read_once);
+  EXPECT_FALSE(choose_plan(4096, 4096, 8, 132, true).weights_read_once);
+  unsetenv("LOWBIT_GEMV_TMA_STREAM_HINTS");
+}
+
 // Block scaling stages a block's step scales before its loop: all of its own steps, within the
 // byte budget, never costing the grid its residency; the environment switch turns it off.
 TEST(GemvTmaPlan, StagedStepScalesFitAndKeepBlocksResident) {

@@ -44,12 +44,13 @@ template <typename Out, int kTiles>
 cudaError_t launch_tiles(const BlockFp8GemmProblem& p, cudaStream_t stream) {
   TmaParams params{};
   params.p = p;
-  if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles)) {
-    return cudaErrorInvalidValue;
-  }
   params.plan = gemv_tma::stage_step_scales(
       gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count, p.dependent_launch), p.n, p.k, kTiles,
       p.sm_count);
+  if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles,
+                             params.plan)) {
+    return cudaErrorInvalidValue;
+  }
   return gemv_tma::launch(block_fp8_gemv_tma_kernel<Out, kTiles>, params, p.n, kTiles,
                           params.plan, p.dependent_launch, stream);
 }

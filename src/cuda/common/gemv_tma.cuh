@@ -53,6 +53,26 @@ __device__ __forceinline__ void load_box(const CUtensorMap& map, std::uint32_t d
       : "memory");
 }
 
+// load_box with an L2 cache policy (createpolicy) for the copy's bytes.
+__device__ __forceinline__ void load_box_with_policy(const CUtensorMap& map,
+                                                     std::uint32_t destination,
+                                                     std::uint64_t* barrier, int k0, int row0,
+                                                     std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(destination),
+      "l"(reinterpret_cast<std::uint64_t>(&map)), "r"(k0), "r"(row0),
+      "r"(shared_address(barrier)), "l"(policy)
+      : "memory");
+}
+
+// An L2 policy that evicts the lines it covers first (for bytes read once).
+__device__ __forceinline__ std::uint64_t evict_first_policy() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
 // Descriptor of a K-major operand written by TMA with the 128-byte swizzle: rows of 128 bytes,
 // groups of 8 rows 1024 bytes apart (stride byte offset); the leading offset is unused for this
 // layout. A 32-deep sub-step starts 32 bytes further into the same rows.
@@ -180,11 +200,14 @@ struct Maps {
 };
 
 // Host: the tensor maps of the weight [N, K] (row stride ldw) and the tokens [M, K] (row stride
-// ldt) for `token_tiles` tiles of 8 tokens; false when the driver refuses them.
+// ldt) for `token_tiles` tiles of 8 tokens, the weights' unwidened where the plan reads them
+// once; false when the driver refuses them.
 inline bool encode_maps(Maps& maps, const void* weight, std::int64_t n, std::int64_t ldw,
                         const void* tokens, std::int64_t m, std::int64_t ldt, std::int64_t k,
-                        int token_tiles) {
-  return encode_byte_matrix_map(&maps.weights, weight, n, k, ldw, kRows) &&
+                        int token_tiles, const Plan& plan) {
+  return encode_byte_matrix_map(&maps.weights, weight, n, k, ldw, kRows,
+                                plan.weights_read_once ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+                                                       : CU_TENSOR_MAP_L2_PROMOTION_L2_256B) &&
          encode_byte_matrix_map(&maps.tokens, tokens, m, k, ldt,
                                 static_cast<std::uint32_t>(8 * token_tiles));
 }
@@ -353,11 +376,18 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   // Nobody may push into the leader before its barrier exists: arrive now, wait after the loop.
   if (sums_pushed) cluster_arrive_release();
   // Step i of this block into stage i % stages (thread 0): its weights, then its tokens.
+  const bool evict_first = plan.weights_read_once;
+  const std::uint64_t weight_policy = evict_first ? evict_first_policy() : 0;
   auto request_weights = [&](int i) {
     const int s = i % stages;
     mbarrier_arrive_expect_bytes(&full[s], kStageBytes);
-    load_box(maps.weights, ring + s * kStageBytes, &full[s], (first + i) * kStepK,
-             static_cast<int>(row0));
+    if (evict_first) {
+      load_box_with_policy(maps.weights, ring + s * kStageBytes, &full[s], (first + i) * kStepK,
+                           static_cast<int>(row0), weight_policy);
+    } else {
+      load_box(maps.weights, ring + s * kStageBytes, &full[s], (first + i) * kStepK,
+               static_cast<int>(row0));
+    }
   };
   auto request_tokens = [&](int i) {
     const int s = i % stages;

@@ -31,13 +31,15 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // A row-major matrix [rows, cols] of `type` with stride `row_stride_bytes`, in boxes of
-// `box_cols` x `box_rows` elements with `swizzle`; false when the driver refuses (the caller
-// reports it): the base address and row stride must be multiples of 16 bytes, and so must a
-// box row, which the 128-byte swizzle needs to be 128 bytes.
-inline bool encode_matrix_map(CUtensorMap* map, CUtensorMapDataType type, const void* base,
-                              std::int64_t rows, std::int64_t cols, std::int64_t row_stride_bytes,
-                              std::uint32_t box_cols, std::uint32_t box_rows,
-                              CUtensorMapSwizzle swizzle) {
+// `box_cols` x `box_rows` elements with `swizzle`, L2 widening each copy's DRAM fetches to
+// `promotion`; false when the driver refuses (the caller reports it): the base address and row
+// stride must be multiples of 16 bytes, and so must a box row, which the 128-byte swizzle needs
+// to be 128 bytes.
+inline bool encode_matrix_map(
+    CUtensorMap* map, CUtensorMapDataType type, const void* base, std::int64_t rows,
+    std::int64_t cols, std::int64_t row_stride_bytes, std::uint32_t box_cols,
+    std::uint32_t box_rows, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
@@ -45,26 +47,27 @@ inline bool encode_matrix_map(CUtensorMap* map, CUtensorMapDataType type, const 
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 // The same in boxes of 128 bytes x `box_rows` rows with the 128-byte swizzle.
-inline bool encode_swizzled_matrix_map(CUtensorMap* map, CUtensorMapDataType type,
-                                       int element_bytes, const void* base, std::int64_t rows,
-                                       std::int64_t cols, std::int64_t row_stride_bytes,
-                                       std::uint32_t box_rows) {
+inline bool encode_swizzled_matrix_map(
+    CUtensorMap* map, CUtensorMapDataType type, int element_bytes, const void* base,
+    std::int64_t rows, std::int64_t cols, std::int64_t row_stride_bytes, std::uint32_t box_rows,
+    CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   return encode_matrix_map(map, type, base, rows, cols, row_stride_bytes,
                            static_cast<std::uint32_t>(128 / element_bytes), box_rows,
-                           CU_TENSOR_MAP_SWIZZLE_128B);
+                           CU_TENSOR_MAP_SWIZZLE_128B, promotion);
 }
 
 // Matrix [rows, cols] of bytes (fp8 operands), boxes of 128 x `box_rows`.
-inline bool encode_byte_matrix_map(CUtensorMap* map, const void* base, std::int64_t rows,
-                                   std::int64_t cols, std::int64_t row_stride_bytes,
-                                   std::uint32_t box_rows) {
+inline bool encode_byte_matrix_map(
+    CUtensorMap* map, const void* base, std::int64_t rows, std::int64_t cols,
+    std::int64_t row_stride_bytes, std::uint32_t box_rows,
+    CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   return encode_swizzled_matrix_map(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, base, rows, cols,
-                                    row_stride_bytes, box_rows);
+                                    row_stride_bytes, box_rows, promotion);
 }
 
 // Matrix [rows, cols] of bf16 (an output written by TMA stores), boxes of `box_cols` x

@@ -39,10 +39,11 @@ template <typename Acc, typename Out, int kTiles>
 cudaError_t launch_tiles(const ScaledGemmProblem& p, cudaStream_t stream) {
   TmaParams params{};
   params.p = p;
-  if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles)) {
+  params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count);
+  if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles,
+                             params.plan)) {
     return cudaErrorInvalidValue;
   }
-  params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count);
   return gemv_tma::launch(scaled_gemv_tma_kernel<Acc, Out, kTiles>, params, p.n, kTiles,
                           params.plan, p.dependent_launch, stream);
 }
