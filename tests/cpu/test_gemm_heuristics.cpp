@@ -43,6 +43,24 @@ TEST(ScaledGemmHeuristics, SeventeenToThirtyTwoTokensByWaveUse) {
   EXPECT_EQ(scaled_tile(16, 18432, 7168), ScaledGemmTile::kGemvTma);
 }
 
+TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
+  // The nine weights of 4-26 MiB measured at 1-8 tokens (docs/perf/scaled_gemm.md).
+  const std::int64_t weights[][2] = {{4096, 4096}, {6144, 4096}, {1024, 4096},
+                                     {2048, 4096}, {4096, 2048}, {7168, 2048},
+                                     {2048, 7168}, {5120, 5120}, {3072, 3072}};
+  for (const auto& w : weights) {
+    for (std::int64_t m : {1, 2, 4, 8}) {
+      EXPECT_EQ(scaled_tile(m, w[0], w[1]), ScaledGemmTile::kGemvTma) << w[0] << "x" << w[1];
+      const ScaledGemmTile int8 = w[1] <= 4096 ? ScaledGemmTile::kGemvSplitK
+                                               : ScaledGemmTile::kGemvTma;
+      EXPECT_EQ(scaled_tile(m, w[0], w[1], DType::kInt8), int8) << w[0] << "x" << w[1];
+    }
+  }
+  // 9-16 tokens on the 4096-wide weights: the swapped tile (fp8), int8's split-K GEMV.
+  EXPECT_EQ(scaled_tile(16, 4096, 4096), ScaledGemmTile::kSwap64x16);
+  EXPECT_EQ(scaled_tile(16, 4096, 4096, DType::kInt8), ScaledGemmTile::kGemvSplitK);
+}
+
 TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwappedOnWideWeights) {
   EXPECT_EQ(scaled_tile(64, 18432, 7168), ScaledGemmTile::kSwap192x64);
   EXPECT_EQ(scaled_tile(64, 7168, 18432), ScaledGemmTile::kSwap64x64);
@@ -111,8 +129,14 @@ TEST(BlockGemmHeuristics, WideShortKAtThirtyThreeToSixtyFourTokens) {
   EXPECT_EQ(block_tile(64, 10240, 5120), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(48, 24576, 1536), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(64, 25600, 5120), BlockGemmTile::kPrefill64x128Pingpong);
+  // K <= 2048 from 4096 rows (down) at 33-64 tokens, K <= 512 (kv_b) from 17; not below.
+  EXPECT_EQ(block_tile(48, 7168, 2048), BlockGemmTile::kPrefill64x128Pingpong);
+  EXPECT_EQ(block_tile(32, 7168, 2048), BlockGemmTile::kGemvTma);
+  EXPECT_EQ(block_tile(24, 32768, 512), BlockGemmTile::kPrefill64x128Pingpong);
+  EXPECT_EQ(block_tile(16, 32768, 512), BlockGemmTile::kGemvTma);
   // Narrower or deeper weights keep the GEMV / the swapped stream-K tile.
   EXPECT_EQ(block_tile(64, 4096, 7168), BlockGemmTile::kGemvTma);
+  EXPECT_EQ(block_tile(64, 4096, 4096), BlockGemmTile::kGemvTma);
   EXPECT_EQ(block_tile(64, 5120, 8192), BlockGemmTile::kGemvTma);
   EXPECT_EQ(block_tile(64, 7168, 16384), BlockGemmTile::kDecode64);
   // The pingpong tile has no fp32 output; the GEMV serves it.

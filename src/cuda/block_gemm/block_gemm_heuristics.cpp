@@ -93,7 +93,9 @@ std::int64_t tall_waves(std::int64_t m, std::int64_t n, std::int64_t width) {
 //   against 12-14 for the pingpong tile), as did weights of 192 and more tiles (q_b, kv_b).
 // - 33-64 tokens, only where the TMA GEMV's K split is thin: q_a+kv_a (17 tiles) 16.3-16.5
 //   against 18.1-18.2 for gemv_tma at M = 64; gate_up (32 tiles) tied, kv_a (5) and o_proj (56)
-//   lost, so the band is 9-24 tiles.
+//   lost, so the band is 9-24 tiles. (Held timing, thirtieth session: gate_up at M = 40-64
+//   18.2-18.8 against 18.9-19.1 us, but 32 tiles lost on three other weights, 4096 x 4096 by
+//   4-11%, 4096 x 14336 by up to 7%, 3584 x 7168 by 1-3%, so the band stays.)
 // - Above 128 tokens, up to 40 tiles: kv_a (N = 576) M = 512 (20 tiles) 15.4 against 22.2 for
 //   the pingpong tile, M = 1024 (40 tiles) 21.4 against 25.2; q_a+kv_a (N = 2112, 34 tiles) at
 //   M = 136 / 160 / 192 / 256 20.4 / 20.0 / 18.2 / 17.1 against 26.4 / 25.8 / 24.9 / 24.5 for
@@ -114,6 +116,18 @@ bool split_k_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
 // weights: 4096 x 7168 (22-23 against 18.6-20), 5120 x 8192 (23.8 against 21.7), 7168 x 16384
 // (44.3 against 41.6).
 bool wide_short_k(std::int64_t n, std::int64_t k) { return n >= 8192 && k <= 6144; }
+
+// Where the pingpong tile beats the TMA GEMV at 17-64 tokens: the wide short-K weights above at
+// 33-64 tokens, and, measured with held timing on an H200 (docs/perf/block_gemm.md, thirtieth
+// session, two runs), DeepSeek-V3's down (7168 x 2048) at 40-64 tokens (9.9 against 11.6 us for
+// gemv_tma; at 16-32 tokens the GEMV stays ahead, 9.9 against 10.0) and kv_b (32768 x 512) at
+// 24 and 32 tokens (9.6 against 10.7; 9.57 against 9.79 at 16). Only those two weights were
+// measured in the new bands: K <= 2048 from 4096 rows, K <= 512 from 8192 rows.
+bool pingpong_over_gemv(std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (m <= 16 || m > 64) return false;
+  if (k <= 512 && n >= 8192) return true;
+  return m > 32 && (wide_short_k(n, k) || (k <= 2048 && n >= 4096));
+}
 
 // 65-128 tokens (one 128-token tile) where the 128 x 128 tile's weight tiles overflow one wave
 // (more than 132) and the 128 x 192 tile's clusters make one (16897-25344 rows): each SM streams
@@ -206,13 +220,14 @@ BlockFp8GemmConfig choose_block_fp8_gemm_config(std::int64_t m, std::int64_t n, 
     // kept: the GEMVs serve both output dtypes
   } else if (!forced && !fp32_output && split_k_shape(m, n, k)) {
     config.tile = BlockGemmTile::kSplitK128x128;
-  } else if (!forced && !fp32_output && m > 32 && m <= 64 && wide_short_k(n, k)) {
+  } else if (!forced && !fp32_output && pingpong_over_gemv(m, n, k)) {
     config.tile = BlockGemmTile::kPrefill64x128Pingpong;
   } else if (!forced && (m <= 32 || (m <= 64 && n * k <= (std::int64_t{64} << 20)))) {
     // The TMA-fed wgmma GEMV streams the weight once with no token padding and no workspace,
     // in either output dtype and any scale layout. Measured on an H200 (docs/perf/block_gemm.md)
     // it is the fastest configuration at M <= 64 on the six DeepSeek-V3 shapes up to 38 MB
-    // (1.1-1.9x; at 33-64 tokens q_b and kv_b now take the pingpong tile above, wide_short_k),
+    // (1.1-1.9x; at 33-64 tokens q_b, kv_b and down now take the pingpong tile above,
+    // pingpong_over_gemv),
     // and on the 117 MB o_proj at M <= 32 since its step scales are staged before
     // its loop (M = 16: 36.3-36.5 against 39.3-40.0 us for decode32); at M = 64 there the
     // swapped stream-K tile is as fast.

@@ -156,11 +156,15 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       config.tile == ScaledGemmTile::kGemvTma ? kScaledGemvTmaMaxTokens : kScaledGemvMaxTokens;
   const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (!forced) {
-    // Measured on an H200 (docs/perf/scaled_gemm.md). The GEMVs: the TMA-fed wgmma GEMV streams
-    // the 59-132 MB weights fastest at M <= 32 in both dtypes (70-85% of copy at M = 1). On a
-    // 16 MB weight its fixed costs lose to the mma.sync split-K GEMV up to M = 16 (int8: 32).
+    // Measured on an H200 (docs/perf/scaled_gemm.md, "Small weights: the TMA GEMV for fp8").
+    // The GEMVs: for fp8 the TMA-fed wgmma GEMV beat the mma.sync split-K GEMV at M = 1-8 on
+    // all nine weights of 4-26 MiB measured, by 1.02-1.76x (6144 x 4096: 11.0 against 19.3 us);
+    // an earlier rule gave the split-K GEMV M <= 16 on weights up to 32 MiB from 4096 x 4096
+    // alone. int8's split-K GEMV is the faster one up to 32 MiB where K <= 4096 (4096 x 4096:
+    // 8.0 against 9.1 us); at K = 5120 and 7168 it lost (5120 x 5120: 15.6 against 11.4).
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
     const bool int8 = ab_dtype == DType::kInt8;
+    const bool int8_split_k = int8 && small_weight && k <= 4096;
     // Swapped tiles where every 64-channel tile's pair of token tiles has SMs of its own (the
     // 4096-wide weights): each CTA streams its channel tile's whole K and the two token tiles
     // share it by multicast (cuBLASLt's shape there). H200, µs against the previous choice:
@@ -172,7 +176,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     const std::int64_t first_swap_tokens = int8 ? 17 : 9;
     if (pairs_fit && m >= first_swap_tokens && m <= 64) {
       config.tile = m <= 32 ? ScaledGemmTile::kSwap64x16 : ScaledGemmTile::kSwap64x32;
-    } else if (small_weight && (m <= 16 || (int8 && m <= kScaledGemvMaxTokens))) {
+    } else if (int8_split_k && m <= kScaledGemvMaxTokens) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32) {
       // 17-32 tokens on a weight over 32 MiB: swapped tiles of one channel tile per CTA, where
