@@ -59,6 +59,13 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
   // 9-16 tokens on the 4096-wide weights: the swapped tile (fp8), int8's split-K GEMV.
   EXPECT_EQ(scaled_tile(16, 4096, 4096), ScaledGemmTile::kSwap64x16);
   EXPECT_EQ(scaled_tile(16, 4096, 4096, DType::kInt8), ScaledGemmTile::kGemvSplitK);
+  // 17-32 tokens: the swapped tiles, 64 x 16 where its pairs fit, else 128 x 32.
+  for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
+    EXPECT_EQ(scaled_tile(24, 4096, 4096, dtype), ScaledGemmTile::kSwap64x16);
+    EXPECT_EQ(scaled_tile(24, 6144, 4096, dtype), ScaledGemmTile::kSwap128x32);
+    EXPECT_EQ(scaled_tile(32, 7168, 2048, dtype), ScaledGemmTile::kSwap128x32);
+    EXPECT_EQ(scaled_tile(32, 5120, 5120, dtype), ScaledGemmTile::kSwap128x32);
+  }
 }
 
 TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwappedOnWideWeights) {

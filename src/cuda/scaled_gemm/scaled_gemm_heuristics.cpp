@@ -160,8 +160,9 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // The GEMVs: for fp8 the TMA-fed wgmma GEMV beat the mma.sync split-K GEMV at M = 1-8 on
     // all nine weights of 4-26 MiB measured, by 1.02-1.76x (6144 x 4096: 11.0 against 19.3 us);
     // an earlier rule gave the split-K GEMV M <= 16 on weights up to 32 MiB from 4096 x 4096
-    // alone. int8's split-K GEMV is the faster one up to 32 MiB where K <= 4096 (4096 x 4096:
-    // 8.0 against 9.1 us); at K = 5120 and 7168 it lost (5120 x 5120: 15.6 against 11.4).
+    // alone. int8's split-K GEMV is the faster one up to 16 tokens on weights up to 32 MiB where
+    // K <= 4096 (4096 x 4096: 8.0 against 9.1 us); at K = 5120 and 7168 it lost (5120 x 5120:
+    // 15.6 against 11.4), and from 17 tokens the swapped tiles beat it (below).
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
     const bool int8 = ab_dtype == DType::kInt8;
     const bool int8_split_k = int8 && small_weight && k <= 4096;
@@ -176,8 +177,15 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     const std::int64_t first_swap_tokens = int8 ? 17 : 9;
     if (pairs_fit && m >= first_swap_tokens && m <= 64) {
       config.tile = m <= 32 ? ScaledGemmTile::kSwap64x16 : ScaledGemmTile::kSwap64x32;
-    } else if (int8_split_k && m <= kScaledGemvMaxTokens) {
+    } else if (int8_split_k && m <= 16) {
       config.tile = ScaledGemmTile::kGemvSplitK;
+    } else if (m <= 32 && m > 16 && small_weight) {
+      // 17-32 tokens on a small weight too wide for swap64x16's pairs: the 128 x 32 swapped
+      // tile. H200, both dtypes, us at 24 / 32 tokens against the previous choice (gemv_tma for
+      // fp8, split-K for int8 at K <= 4096): 6144 x 4096 fp8 11.78 / 11.68 against 12.41 /
+      // 12.36, int8 12.20 / 11.92 against 13.66 / 14.13; 7168 x 2048 fp8 8.74 / 8.66 against
+      // 9.57 / 9.50; 5120 x 5120 fp8 12.33 / 12.23 against 13.27 / 13.25.
+      config.tile = ScaledGemmTile::kSwap128x32;
     } else if (m <= 32) {
       // 17-32 tokens on a weight over 32 MiB: swapped tiles of one channel tile per CTA, where
       // their waves keep the SMs busy (wave_use). 64 x 16 in one wave of >= 3/4 of the SMs:
