@@ -132,7 +132,7 @@ TEST(ScaledGemmHeuristics, MediumTokenCountsByEstimatedWaves) {
   EXPECT_EQ(scaled_tile(4096, 4096, 4096), ScaledGemmTile::kLarge128x128);
 }
 
-TEST(BlockGemmHeuristics, WideShortKAtThirtyThreeToSixtyFourTokens) {
+TEST(BlockGemmHeuristics, PingpongBandsAtSeventeenToSixtyFourTokens) {
   EXPECT_EQ(block_tile(64, 10240, 5120), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(48, 24576, 1536), BlockGemmTile::kPrefill64x128Pingpong);
   EXPECT_EQ(block_tile(64, 25600, 5120), BlockGemmTile::kPrefill64x128Pingpong);

@@ -103,9 +103,10 @@ inline bool switched_off(const char* name) {
 
 // Measured on an H200 (docs/perf/scaled_gemm.md, "A weight stream that L2 does not keep"): with
 // the weights' copies unwidened (the tensor map's default widens each to 256 bytes) and
-// evict-first, the 59-132 MB weights ran 1-8% faster at M = 1 and 16 on a stream and under
-// graph + PDL, block_fp8_mm's weights 2-7%, and M = 64 the same. LOWBIT_GEMV_TMA_STREAM_HINTS=0
-// keeps the defaults (for measurements).
+// evict-first, scaled_mm's 59-132 MB weights ran up to 5% faster on a stream and 8% under graph
+// + PDL at M = 1-32 (7168 x 18432 at M = 1 unchanged), block_fp8_mm's seven weights 1-8% on a
+// stream; the DRAM bytes are the same, L2 handles 24% fewer sectors (ncu).
+// LOWBIT_GEMV_TMA_STREAM_HINTS=0 keeps the defaults (for measurements).
 inline bool weights_stream_hinted() { return !switched_off("LOWBIT_GEMV_TMA_STREAM_HINTS"); }
 
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident

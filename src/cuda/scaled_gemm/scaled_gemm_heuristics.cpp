@@ -156,7 +156,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       config.tile == ScaledGemmTile::kGemvTma ? kScaledGemvTmaMaxTokens : kScaledGemvMaxTokens;
   const bool forced = overridden && (!gemv_tile || m <= gemv_tokens);
   if (!forced) {
-    // Measured on an H200 (docs/perf/scaled_gemm.md, "Small weights: the TMA GEMV for fp8").
+    // Measured on an H200 (docs/perf/scaled_gemm.md, thirtieth session, "Small weights").
     // The GEMVs: for fp8 the TMA-fed wgmma GEMV beat the mma.sync split-K GEMV at M = 1-8 on
     // all nine weights of 4-26 MiB measured, by 1.02-1.76x (6144 x 4096: 11.0 against 19.3 us);
     // an earlier rule gave the split-K GEMV M <= 16 on weights up to 32 MiB from 4096 x 4096
