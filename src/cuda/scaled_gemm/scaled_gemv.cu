@@ -87,8 +87,9 @@ void launch_typed(const ScaledGemmProblem& p, int warps, cudaStream_t stream) {
   const auto kernel = scaled_gemv_kernel<Acc, Out, kTokenTiles>;
   const std::size_t shared_per_warp = gemv::kLaneValues<kTokenTiles> * 32 * sizeof(Acc);
   const auto blocks = static_cast<unsigned>((p.n + gemv::kRowsPerWarp - 1) / gemv::kRowsPerWarp);
-  warps = gemv::warps_for_one_wave<kMaxWarps<kTokenTiles>>(
-      kernel, std::min(warps, kMaxWarps<kTokenTiles>), blocks, p.sm_count, shared_per_warp);
+  static gemv::ResidencyCache<kMaxWarps<kTokenTiles>> residency;  // this kernel's own
+  warps = gemv::warps_for_one_wave(residency, kernel, std::min(warps, kMaxWarps<kTokenTiles>),
+                                   blocks, p.sm_count, shared_per_warp);
   const std::size_t shared = static_cast<std::size_t>(warps) * shared_per_warp;
   KernelLaunch shape;
   shape.grid = dim3(blocks);
