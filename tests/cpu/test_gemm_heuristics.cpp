@@ -41,6 +41,12 @@ TEST(ScaledGemmHeuristics, SeventeenToThirtyTwoTokensByWaveUse) {
   // 144 tiles (1.09 waves) lost to the GEMV.
   EXPECT_EQ(scaled_tile(32, 18432, 7168), ScaledGemmTile::kGemvTma);
   EXPECT_EQ(scaled_tile(16, 18432, 7168), ScaledGemmTile::kGemvTma);
+  // The same rule from 9 tokens for fp8; int8 keeps the TMA GEMV up to 16.
+  EXPECT_EQ(scaled_tile(9, 7168, 18432), ScaledGemmTile::kSwap64x16);
+  EXPECT_EQ(scaled_tile(16, 14336, 4096), ScaledGemmTile::kSwap128x32);
+  EXPECT_EQ(scaled_tile(8, 14336, 4096), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(16, 7168, 18432, DType::kInt8), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(16, 14336, 4096, DType::kInt8), ScaledGemmTile::kGemvTma);
 }
 
 TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
@@ -59,6 +65,20 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
   // 9-16 tokens on the 4096-wide weights: the swapped tile (fp8), int8's split-K GEMV.
   EXPECT_EQ(scaled_tile(16, 4096, 4096), ScaledGemmTile::kSwap64x16);
   EXPECT_EQ(scaled_tile(16, 4096, 4096, DType::kInt8), ScaledGemmTile::kGemvSplitK);
+  // 9-16 tokens on wider small weights: 128 x 32 where it has >= 48 channel tiles, except
+  // int8 at K = 2048 (split-K); the 5120-wide weights keep the GEMVs' choice.
+  for (std::int64_t m : {9, 12, 16}) {
+    for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
+      EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype), ScaledGemmTile::kSwap128x32) << m;
+      EXPECT_EQ(scaled_tile(m, 6144, 3072, dtype), ScaledGemmTile::kSwap128x32) << m;
+      EXPECT_EQ(scaled_tile(m, 5120, 4096, dtype), ScaledGemmTile::kGemvTma) << m;
+      EXPECT_EQ(scaled_tile(m, 5120, 5120, dtype), ScaledGemmTile::kGemvTma) << m;
+    }
+    EXPECT_EQ(scaled_tile(m, 7168, 2048), ScaledGemmTile::kSwap128x32) << m;
+    EXPECT_EQ(scaled_tile(m, 8192, 2048), ScaledGemmTile::kSwap128x32) << m;
+    EXPECT_EQ(scaled_tile(m, 7168, 2048, DType::kInt8), ScaledGemmTile::kGemvSplitK) << m;
+    EXPECT_EQ(scaled_tile(m, 8192, 2048, DType::kInt8), ScaledGemmTile::kGemvSplitK) << m;
+  }
   // 17-32 tokens: the swapped tiles, 64 x 16 where its pairs fit, else 128 x 32.
   for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
     EXPECT_EQ(scaled_tile(24, 4096, 4096, dtype), ScaledGemmTile::kSwap64x16);

@@ -108,16 +108,19 @@ __global__ void __launch_bounds__(kMaxWarps<kTokenTiles> * 32)
 
 template <typename Out, int kTokenTiles>
 void launch_typed(const BlockFp8GemmProblem& p, int warps, cudaStream_t stream) {
-  warps = std::min(warps, kMaxWarps<kTokenTiles>);
-  const std::size_t shared =
-      static_cast<std::size_t>(warps) * gemv::kLaneValues<kTokenTiles> * 32 * sizeof(float);
+  const auto kernel = block_fp8_gemv_kernel<Out, kTokenTiles>;
+  const std::size_t shared_per_warp = gemv::kLaneValues<kTokenTiles> * 32 * sizeof(float);
   const auto blocks = static_cast<unsigned>((p.n + gemv::kRowsPerWarp - 1) / gemv::kRowsPerWarp);
+  static gemv::ResidencyCache<kMaxWarps<kTokenTiles>> residency;  // this kernel's own
+  warps = gemv::warps_for_one_wave(residency, kernel, std::min(warps, kMaxWarps<kTokenTiles>),
+                                   blocks, p.sm_count, shared_per_warp);
+  const std::size_t shared = static_cast<std::size_t>(warps) * shared_per_warp;
   KernelLaunch shape;
   shape.grid = dim3(blocks);
   shape.threads = static_cast<unsigned>(warps) * 32;
   shape.shared_bytes = shared;
   shape.dependent = p.dependent_launch;
-  check_cuda(launch_kernel(block_fp8_gemv_kernel<Out, kTokenTiles>, p, shape, stream),
+  check_cuda(launch_kernel(kernel, p, shape, stream),
              "block_fp8_mm", "kernel launch (gemv_split_k)");
 }
 

@@ -2,11 +2,13 @@
 // and the swapped tiles (weights as CUTLASS's A) stream it where their channel width makes
 // about one tile per SM: where every 64-channel tile's pair of token tiles has SMs of its own,
 // 9-64 tokens (int8 17-64) take 64 x 16 / 64 x 32 tiles whose token tiles share the weights by
-// multicast; at 17-32 tokens weights over 32 MiB take 64 x 16 (one wave of >= 3/4 of the SMs)
-// or 128 x 32 (waves >= 60% full), and at 33-64 tokens 64 x 64 (192 x 64 where long K needs 192
+// multicast; at 9-32 tokens (int8 17-32) weights over 32 MiB take 64 x 16 (one wave of >= 3/4
+// of the SMs) or 128 x 32 (waves >= 60% full), smaller ones 128 x 32 (at 9-16 tokens where it
+// has >= 48 channel tiles), and at 33-64 tokens 64 x 64 (192 x 64 where long K needs 192
 // channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs
-// read the weight once with no tile padding (the mma.sync split-K one on small weights up to 16
-// tokens, int8 32; else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps
+// read the weight once with no tile padding (the mma.sync split-K one for int8 on small weights
+// with K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048; else the TMA-fed wgmma
+// one). Up to M = 128 the 64-row pingpong tile keeps
 // twice as many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs
 // idle), or the cooperative 128 x 192 tile where it alone makes one wave; at 129-192 tokens
 // the swapped tiles that hold the tokens in wgmma's N (one 192-token tile, or two of 80 / three
@@ -162,7 +164,8 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // an earlier rule gave the split-K GEMV M <= 16 on weights up to 32 MiB from 4096 x 4096
     // alone. int8's split-K GEMV is the faster one up to 16 tokens on weights up to 32 MiB where
     // K <= 4096 (4096 x 4096: 8.0 against 9.1 us); at K = 5120 and 7168 it lost (5120 x 5120:
-    // 15.6 against 11.4), and from 17 tokens the swapped tiles beat it (below).
+    // 15.6 against 11.4), and from 17 tokens the swapped tiles beat it (below), at 9-16 tokens
+    // too where the pairs do not fit and K >= 3072 (below).
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
     const bool int8 = ab_dtype == DType::kInt8;
     const bool int8_split_k = int8 && small_weight && k <= 4096;
@@ -177,14 +180,23 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     const std::int64_t first_swap_tokens = int8 ? 17 : 9;
     if (pairs_fit && m >= first_swap_tokens && m <= 64) {
       config.tile = m <= 32 ? ScaledGemmTile::kSwap64x16 : ScaledGemmTile::kSwap64x32;
-    } else if (int8_split_k && m <= 16) {
+    } else if (int8_split_k && m <= 16 && (m <= 8 || pairs_fit || k <= 2048)) {
       config.tile = ScaledGemmTile::kGemvSplitK;
-    } else if (m <= 32 && m > 16 && small_weight) {
+    } else if (m <= 32 && m >= 9 && small_weight && !pairs_fit &&
+               (m > 16 || tiles(n, 128) >= 48)) {
       // 17-32 tokens on a small weight too wide for swap64x16's pairs: the 128 x 32 swapped
       // tile. H200, both dtypes, us at 24 / 32 tokens against the previous choice (gemv_tma for
       // fp8, split-K for int8 at K <= 4096): 6144 x 4096 fp8 11.78 / 11.68 against 12.41 /
       // 12.36, int8 12.20 / 11.92 against 13.66 / 14.13; 7168 x 2048 fp8 8.74 / 8.66 against
       // 9.57 / 9.50; 5120 x 5120 fp8 12.33 / 12.23 against 13.27 / 13.25.
+      // 9-16 tokens where it has >= 48 channel tiles (thirty-first session, two H200s, the
+      // slower one's µs at 12 / 16 tokens; this tile ran 7% faster on the other): fp8 6144 x
+      // 4096 11.96 / 11.96 against gemv_tma's 12.22 / 12.13, 6144 x 3072 10.07 / 10.06 against
+      // 10.65 / 10.56, 7168 x 2048 8.56 / 8.49 against 8.85 / 8.80, 8192 x 2048 9.15 / 9.01
+      // against 9.31 / 9.26; int8 6144 x 4096 11.99 / 11.94 against the split-K GEMV's 12.66 /
+      // 12.67, 6144 x 3072 10.17 / 10.32 against 11.54 / 11.62. The split-K GEMV keeps int8 at
+      // K = 2048 (7168 x 2048 8.46 / 8.50 against 8.86 / 9.12). The 5120-wide weights (40
+      // tiles) keep gemv_tma, 3-4% ahead on one machine and 4% behind on the other.
       config.tile = ScaledGemmTile::kSwap128x32;
     } else if (m <= 32) {
       // 17-32 tokens on a weight over 32 MiB: swapped tiles of one channel tile per CTA, where
@@ -195,7 +207,10 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       // 10240 x 8192 26.8 against 27.4, 28672 x 8192 (1.7 waves) 62.5 against 65.7; 18432 x
       // 7168 (144 tiles, 1.09 waves) lost, 42.4-44.2 against 39.0-40.3, and 40 tiles (5120 x
       // 25600) lost, 43.5 against 40.6. Else gemv_tma.
-      const bool wide = !small_weight && m > 16;
+      // From 9 tokens for fp8 (thirty-first session, µs at 12 / 16 tokens): 7168 x 18432 on
+      // swap64x16 37.84 / 37.63 against gemv_tma's 38.86 / 38.94, 14336 x 4096 on swap128x32
+      // 19.29 / 19.54 against 19.54 / 19.44. int8 from 17 (14336 x 4096 lost 2% at 9-16).
+      const bool wide = !small_weight && m >= first_swap_tokens;
       if (wide && tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count) {
         config.tile = ScaledGemmTile::kSwap64x16;
       } else if (wide && wave_use(tiles(n, 128), sm_count) >= 0.6) {
