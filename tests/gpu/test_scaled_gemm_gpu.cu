@@ -475,8 +475,10 @@ TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
 
 TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
   // The activations, their scales and zero points are written late (run_gpu's late_inputs).
-  // Cases: the split-K GEMV (M = 1 on 4096 x 4096), the TMA GEMV in fp8 and int8 (azp per
-  // token), and a CUTLASS tile, which launches normally.
+  // Cases by today's rule: the TMA GEMV (fp8, M = 1), then CUTLASS tiles (swap64x16,
+  // swap192x64 with per-token zero points, small64x64), which launch normally. (Written when
+  // the first three ran the split-K GEMV and the TMA GEMV in fp8 and int8; the branch
+  // cutlass-pdl forces each configuration instead.)
   struct Case {
     std::int64_t m, n, k;
     DType ab;
