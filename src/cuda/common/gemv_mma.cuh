@@ -22,21 +22,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gemv_mma_plan.h"
+
 namespace lowbit::cuda::gemv {
 
-inline constexpr int kStepK = 128;          // K per step: two 64-deep chunks
-inline constexpr int kRowsPerWarp = 32;     // two m16 tiles
 inline constexpr int kRowTiles = 2;
 inline constexpr int kTokensPerTile = 8;    // mma's N
-
-// Warps per 32-row block (K is split over them): enough warps in flight to cover HBM latency,
-// about 16 per SM with 4-8 KB of loads each, but no more warps than the block has K steps.
-inline int warps_per_block(std::int64_t n, std::int64_t k, int sm_count, int max_warps) {
-  const std::int64_t blocks = (n + kRowsPerWarp - 1) / kRowsPerWarp;
-  const std::int64_t steps = (k + kStepK - 1) / kStepK;
-  const std::int64_t wanted = (std::int64_t{16} * sm_count + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<std::int64_t>(std::min(wanted, steps), 1, max_warps));
-}
 
 // Blocks of one kernel that an SM holds at a given warp count, from the occupancy calculator,
 // asked once per warp count (a decode launch must not pay a driver query each time). One cache
@@ -66,19 +57,13 @@ class ResidencyCache {
   std::atomic<int> known_[kMaxWarps + 1] = {};  // blocks per SM + 1; 0: not asked yet
 };
 
-// Fewer warps than `warps` where that keeps all `blocks` blocks resident at once and `warps`
-// does not: registers can hold one block of 11 warps per SM where they hold two of 10, and a
-// second wave of blocks doubles a weight stream's time (int8 at 12-16 tokens on 6144 x 4096 ran
-// 18.3 us with 11-warp blocks against 11.0 at 1-8 tokens, H200). Unchanged where no count fits.
+// warps_for_one_wave (gemv_mma_plan.h) with this kernel's occupancy.
 template <int kMaxWarps, typename Kernel>
 int warps_for_one_wave(ResidencyCache<kMaxWarps>& residency, Kernel kernel, int warps,
                        std::int64_t blocks, int sm_count, std::size_t shared_per_warp) {
-  for (int w = warps; w >= 1; --w) {
-    const int per_sm = residency.blocks_per_sm(kernel, w, shared_per_warp);
-    if (per_sm == 0) return warps;
-    if (std::int64_t{per_sm} * sm_count >= blocks) return w;
-  }
-  return warps;
+  return warps_for_one_wave(warps, blocks, sm_count, [&](int w) {
+    return residency.blocks_per_sm(kernel, w, shared_per_warp);
+  });
 }
 
 // D += A * B on one m16n8k32 tile. fp32 accumulators take e4m3 operands, int32 ones int8.
