@@ -32,9 +32,9 @@ struct ScaledMmArgs {
   // non-zero (no configuration needs any today; callers that size it stay correct if one
   // does). Host: unused.
   TensorView workspace;
-  // Programmatic dependent launch (sm_90): the decode kernels may start while the stream's
-  // previous kernel finishes, reading only the weight b before it has (docs/pdl.md).
-  // That kernel must not write b. Other kernels launch normally.
+  // Programmatic dependent launch (sm_90): the kernels (all but the forced-only gemv_wgmma)
+  // may start while the stream's previous kernel finishes, reading only the weight b before it
+  // has (docs/pdl.md). That kernel must not write b.
   bool enable_pdl = false;
 };
 

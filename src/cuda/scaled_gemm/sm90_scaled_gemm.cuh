@@ -249,7 +249,8 @@ struct ScaledGemm {
   }
 
   static void run(const ScaledGemmProblem& p, void* workspace, cudaStream_t stream) {
-    run_cutlass_gemm<Gemm>("scaled_mm", arguments(p), workspace, stream, p.m, p.n, p.k);
+    run_cutlass_gemm<Gemm>("scaled_mm", arguments(p), workspace, stream, p.m, p.n, p.k,
+                           p.dependent_launch);
   }
 };
 
