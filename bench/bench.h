@@ -21,6 +21,9 @@ struct BenchOptions {
   // of the default ones (empty: the defaults).
   std::vector<GemmShape> shapes;
   std::vector<std::int64_t> tokens;
+  // gemm: also replay every forced fp8 configuration from a graph, without and with programmatic
+  // dependent launch (which tiles gain from PDL), at every token count.
+  bool graph_configs = false;
 };
 
 // Whether the GEMM row "<shape> M=<m> " matches --filter (empty: every row); e.g. "M=16 " or

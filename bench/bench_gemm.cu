@@ -206,6 +206,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       }
       std::vector<std::size_t> config_at, int8_config_at;
       for (const char* config : configs) config_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config));
+      std::vector<std::size_t> config_graph_at, config_pdl_at;
+      if (options.graph_configs) {
+        for (const char* config : configs) {
+          config_graph_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config, Replay::kGraph));
+          config_pdl_at.push_back(ours(false, false, ScaledMmEpilogue::kScaled, config, Replay::kGraph, true));
+        }
+      }
       for (const char* config : int8_configs) int8_config_at.push_back(ours(true, true, ScaledMmEpilogue::kScaled, config));
 
       const auto* one = static_cast<const float*>(scalar.get());
@@ -251,6 +258,11 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       nlohmann::json per_config = nlohmann::json::object(), int8_per_config = nlohmann::json::object();
       for (std::size_t c = 0; c < config_at.size(); ++c) per_config[configs[c]] = us[config_at[c]];
       for (std::size_t c = 0; c < int8_config_at.size(); ++c) int8_per_config[int8_configs[c]] = us[int8_config_at[c]];
+      nlohmann::json graph_per_config = nlohmann::json::object(), pdl_per_config = nlohmann::json::object();
+      for (std::size_t c = 0; c < config_graph_at.size(); ++c) {
+        graph_per_config[configs[c]] = us[config_graph_at[c]];
+        pdl_per_config[configs[c]] = us[config_pdl_at[c]];
+      }
 
       const double flops = 2.0 * m * n * k;
       auto tflops = [&](double us) { return us > 0 ? flops / (us * 1e-6) / 1e12 : 0.0; };
@@ -274,6 +286,13 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       if (!int8_configs.empty()) std::printf(" | int8:");
       for (std::size_t c = 0; c < int8_config_at.size(); ++c) std::printf(" %s=%.2f", int8_configs[c], us[int8_config_at[c]]);
       std::printf("\n");
+      if (!config_graph_at.empty()) {
+        std::printf("%33s forced fp8 graph / with PDL:", "");
+        for (std::size_t c = 0; c < config_graph_at.size(); ++c) {
+          std::printf(" %s=%.2f/%.2f", configs[c], us[config_graph_at[c]], us[config_pdl_at[c]]);
+        }
+        std::printf("\n");
+      }
       std::fflush(stdout);
       results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"rotation_sets", sets},
                          {"weight_bytes", weight_bytes},
@@ -295,7 +314,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                          {"graph_cublaslt_fp8_us", lt_graph_us},
                          {"graph_same_size_read_us", decode ? read_graph_us : -1},
                          {"graph_pdl_same_size_read_us", decode ? read_dependent_us : -1},
-                         {"int8_forced_config_us", int8_per_config}});
+                         {"int8_forced_config_us", int8_per_config},
+                         {"fp8_forced_config_graph_us", graph_per_config},
+                         {"fp8_forced_config_graph_pdl_us", pdl_per_config}});
     }
   }
   return {{"benchmark", "gemm"}, {"device", device.name}, {"copy_gbps", copy_gbps},

@@ -31,7 +31,7 @@ void print_usage() {
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
       "  bench [FAMILY] [--json FILE] [--png FILE] [--quick] [--filter TEXT]\n"
-      "        [--shape NxK]... [--tokens M1,M2,...]\n"
+      "        [--shape NxK]... [--tokens M1,M2,...] [--graph-configs]\n"
       "                                           kernel benchmarks with in-run baselines and\n"
       "                                           ceilings; FAMILY: all (default), quant (activation\n"
       "                                           quantization vs copy bandwidth), nvfp4 (MoE GEMVs vs\n"
@@ -44,7 +44,10 @@ void print_usage() {
       "                                           nvfp4 rows \"<model> <proj> M=<m> \";\n"
       "                                           --shape (repeatable), --tokens: gemm and\n"
       "                                           block-gemm on these N x K weights and token\n"
-      "                                           counts instead of the model shapes\n"
+      "                                           counts instead of the model shapes;\n"
+      "                                           --graph-configs: gemm also replays each forced\n"
+      "                                           fp8 configuration from a graph, with and without\n"
+      "                                           programmatic dependent launch\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }
@@ -146,6 +149,8 @@ int run_bench_command(int argc, char** argv) {
       options.tokens = lowbit::bench::parse_token_counts(value);
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       options.quick = true;
+    } else if (std::strcmp(argv[i], "--graph-configs") == 0) {
+      options.graph_configs = true;
     } else {
       std::fprintf(stderr, "lowbit bench: unknown option '%s'\n", argv[i]);
       return 2;

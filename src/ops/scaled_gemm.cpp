@@ -1,5 +1,6 @@
 // Host layer of the scaled GEMM ops: scaled_mm and scaled_mm_azp_adjustment. Validate, then the
 // CPU reference for host tensors or the sm_90a kernels for CUDA tensors.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -192,9 +193,14 @@ std::int64_t scaled_mm_workspace_bytes(std::int64_t m, std::int64_t n, std::int6
   p.ab_dtype = input_dtype;
   p.d_dtype = output_dtype;
   p.sm_count = cuda::current_device_sm_count("scaled_mm_workspace_bytes");
-  const cuda::ScaledGemmConfig config =
-      cuda::choose_scaled_gemm_config(m, n, k, input_dtype, p.sm_count);
-  return static_cast<std::int64_t>(cuda::scaled_gemm_workspace_bytes(p, config));
+  // Enough for the choice with and without enable_pdl, which may differ.
+  std::size_t bytes = 0;
+  for (bool programmatic : {false, true}) {
+    const cuda::ScaledGemmConfig config =
+        cuda::choose_scaled_gemm_config(m, n, k, input_dtype, p.sm_count, programmatic);
+    bytes = std::max(bytes, cuda::scaled_gemm_workspace_bytes(p, config));
+  }
+  return static_cast<std::int64_t>(bytes);
 #else
   return 0;
 #endif
@@ -209,7 +215,7 @@ void scaled_mm(const ScaledMmArgs& args, cudaStream_t stream) {
   const cuda::ScaledGemmProblem problem = problem_of(args, shape);
   const cuda::ScaledGemmConfig config =
       cuda::choose_scaled_gemm_config(shape.m, shape.n, shape.k, problem.ab_dtype,
-                                      problem.sm_count);
+                                      problem.sm_count, problem.dependent_launch);
   const std::size_t needed = cuda::scaled_gemm_workspace_bytes(problem, config);
   check.workspace("workspace", args.workspace, needed, "scaled_mm_workspace_bytes");
   cuda::launch_scaled_gemm(problem, config, args.workspace.data, needed, stream);

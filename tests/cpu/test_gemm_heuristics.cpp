@@ -18,9 +18,9 @@ using lowbit::cuda::ScaledGemmTile;
 constexpr int kH200Sms = 132;
 
 ScaledGemmTile scaled_tile(std::int64_t m, std::int64_t n, std::int64_t k,
-                           DType dtype = DType::kFP8E4M3) {
+                           DType dtype = DType::kFP8E4M3, bool programmatic = false) {
   unsetenv("LOWBIT_SCALED_GEMM");
-  return lowbit::cuda::choose_scaled_gemm_config(m, n, k, dtype, kH200Sms).tile;
+  return lowbit::cuda::choose_scaled_gemm_config(m, n, k, dtype, kH200Sms, programmatic).tile;
 }
 
 BlockGemmTile block_tile(std::int64_t m, std::int64_t n, std::int64_t k, bool fp32 = false) {
@@ -79,6 +79,15 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
     EXPECT_EQ(scaled_tile(m, 7168, 2048, DType::kInt8), ScaledGemmTile::kGemvSplitK) << m;
     EXPECT_EQ(scaled_tile(m, 8192, 2048, DType::kInt8), ScaledGemmTile::kGemvSplitK) << m;
   }
+  // Under PDL fp8 keeps gemv_tma there (it requests weights before the wait); int8 unmeasured.
+  for (std::int64_t m : {9, 12, 16}) {
+    for (std::int64_t n : {6144, 7168, 8192}) {
+      const std::int64_t k = n == 6144 ? 4096 : 2048;
+      EXPECT_EQ(scaled_tile(m, n, k, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma) << n;
+    }
+    EXPECT_EQ(scaled_tile(m, 6144, 4096, DType::kInt8, true), ScaledGemmTile::kSwap128x32);
+    EXPECT_EQ(scaled_tile(m, 4096, 4096, DType::kFP8E4M3, true), ScaledGemmTile::kSwap64x16);
+  }
   // 17-32 tokens: the swapped tiles, 64 x 16 where its pairs fit, else 128 x 32.
   for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
     EXPECT_EQ(scaled_tile(24, 4096, 4096, dtype), ScaledGemmTile::kSwap64x16);
@@ -88,12 +97,23 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
   }
 }
 
-TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwappedOnWideWeights) {
+TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwapped) {
   EXPECT_EQ(scaled_tile(64, 18432, 7168), ScaledGemmTile::kSwap192x64);
   EXPECT_EQ(scaled_tile(64, 7168, 18432), ScaledGemmTile::kSwap64x64);
   EXPECT_EQ(scaled_tile(64, 28672, 8192), ScaledGemmTile::kSwap64x64);
   EXPECT_EQ(scaled_tile(48, 25600, 5120, DType::kInt8), ScaledGemmTile::kSwap64x64);
   EXPECT_EQ(scaled_tile(64, 4096, 14336), ScaledGemmTile::kSwap64x32);
+  // Small weights too, both dtypes, with or without PDL.
+  for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
+    for (bool programmatic : {false, true}) {
+      for (std::int64_t m : {33, 48, 64}) {
+        EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype, programmatic), ScaledGemmTile::kSwap64x64);
+        EXPECT_EQ(scaled_tile(m, 5120, 5120, dtype, programmatic), ScaledGemmTile::kSwap64x64);
+        EXPECT_EQ(scaled_tile(m, 8192, 2048, dtype, programmatic), ScaledGemmTile::kSwap64x64);
+        EXPECT_EQ(scaled_tile(m, 18432, 1536, dtype, programmatic), ScaledGemmTile::kSwap64x64);
+      }
+    }
+  }
   for (std::int64_t n : {4096, 5120, 7168, 8192, 10240, 14336, 18432, 25600, 28672, 57344}) {
     for (std::int64_t k : {4096, 5120, 7168, 8192, 14336, 18432, 25600, 28672}) {
       if (n * k <= (std::int64_t{32} << 20)) continue;
@@ -113,8 +133,6 @@ TEST(ScaledGemmHeuristics, SixtyFiveToOneTwentyEightTokens) {
   EXPECT_EQ(scaled_tile(128, 28672, 8192), ScaledGemmTile::kMedium64x128);
   EXPECT_EQ(scaled_tile(128, 14336, 4096), ScaledGemmTile::kMedium64x128);
   EXPECT_EQ(scaled_tile(128, 4096, 4096), ScaledGemmTile::kSmall64x64);
-  // A small weight at 33-64 tokens keeps the 64-token tiles.
-  EXPECT_EQ(scaled_tile(64, 18432, 1536), ScaledGemmTile::kMedium64x128);
 }
 
 TEST(ScaledGemmHeuristics, OneTwentyNineToOneNinetyTwoTokensSwapped) {

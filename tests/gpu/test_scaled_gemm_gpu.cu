@@ -475,16 +475,22 @@ TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
 
 TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
   // The activations, their scales and zero points are written late (run_gpu's late_inputs).
-  // Cases by today's rule: the TMA GEMV (fp8, M = 1), then CUTLASS tiles (swap64x16,
-  // swap192x64 with per-token zero points, small64x64), which launch normally. (Written when
-  // the first three ran the split-K GEMV and the TMA GEMV in fp8 and int8; the branch
-  // cutlass-pdl forces each configuration instead.)
+  // Each configuration forced: both GEMVs, and CUTLASS tiles (pingpong, swapped, cooperative),
+  // which launch as dependents too (common/cutlass_run.cuh); int8 cases with per-token zero
+  // points.
   struct Case {
+    const char* config;
     std::int64_t m, n, k;
     DType ab;
   };
-  const Case cases[] = {{1, 4096, 4096, DType::kFP8E4M3}, {16, 4096, 14336, DType::kFP8E4M3},
-                        {64, 18432, 7168, DType::kInt8}, {128, 4096, 4096, DType::kFP8E4M3}};
+  const Case cases[] = {{"gemv_split_k", 1, 4096, 4096, DType::kInt8},
+                        {"gemv_split_k", 16, 4096, 4096, DType::kFP8E4M3},
+                        {"gemv_tma", 16, 4096, 14336, DType::kFP8E4M3},
+                        {"gemv_tma", 64, 18432, 7168, DType::kInt8},
+                        {"swap64x16", 16, 4096, 4096, DType::kFP8E4M3},
+                        {"swap192x64", 64, 18432, 7168, DType::kInt8},
+                        {"coop128x192", 128, 18432, 7168, DType::kFP8E4M3},
+                        {"large128x128", 128, 4096, 4096, DType::kFP8E4M3}};
   cudaStream_t stream;
   LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::uint64_t salt = 8500;
@@ -494,10 +500,13 @@ TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
     o.bias = true;
     o.azp_adj = o.azp = c.ab == DType::kInt8;
     const Problem p = make_problem(c.m, c.n, c.k, o, salt += 10);
+    setenv("LOWBIT_SCALED_GEMM", c.config, 1);
     // A plain run first: the first launch of a kernel loads its module, which waits for the
     // device to go idle, i.e. for the held producer.
     run_gpu(p, stream);
-    expect_ok(p, check(p, run_gpu(p, stream, true), salt), "enable_pdl");
+    expect_ok(p, check(p, run_gpu(p, stream, true), salt),
+              (std::string("enable_pdl ") + c.config).c_str());
+    unsetenv("LOWBIT_SCALED_GEMM");
   }
   cudaStreamDestroy(stream);
 }

@@ -8,6 +8,13 @@
 // M = 64-128, so back-to-back calls on a stream were bound by the host. Here the shared memory
 // opt-in happens once per device and kernel (common/kernel_launch.cuh) and the cluster needs no
 // opt-in (at most 8 blocks, the portable size).
+//
+// `dependent`: programmatic dependent launch, only for kernels compiled with
+// CUTLASS_ENABLE_GDC_FOR_SM90 (src/CMakeLists.txt): there every producer warp that reads global
+// memory waits for the previous kernel (griddepcontrol.wait) before its first load, the
+// consumers read and write only after data those loads brought, and they let the next kernel
+// launch once their last tile's mainloop is done; so the launch and the prologue overlap the
+// previous kernel's tail. Launched without the attribute the wait returns at once.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,7 +32,8 @@ namespace lowbit::cuda {
 
 template <typename Gemm>
 void run_cutlass_gemm(const char* op, const typename Gemm::Arguments& args, void* workspace,
-                      cudaStream_t stream, std::int64_t m, std::int64_t n, std::int64_t k) {
+                      cudaStream_t stream, std::int64_t m, std::int64_t n, std::int64_t k,
+                      bool dependent) {
   using Kernel = typename Gemm::GemmKernel;
   using ClusterShape = typename Kernel::DispatchPolicy::ClusterShape;
   static_assert(cute::size(ClusterShape{}) <= 8, "a portable cluster size needs no opt-in");
@@ -49,6 +57,7 @@ void run_cutlass_gemm(const char* op, const typename Gemm::Arguments& args, void
   launch.shared_bytes = static_cast<std::size_t>(Kernel::SharedStorageSize);
   launch.cluster = dim3(cute::size<0>(ClusterShape{}), cute::size<1>(ClusterShape{}),
                         cute::size<2>(ClusterShape{}));
+  launch.dependent = dependent;
   const cudaError_t launched =
       launch_kernel(cutlass::device_kernel<Kernel>, params, launch, stream);
   if (launched != cudaSuccess) fail("launch", cudaGetErrorString(launched));

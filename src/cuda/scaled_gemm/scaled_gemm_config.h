@@ -44,7 +44,9 @@ struct ScaledGemmConfig {
 
 const char* scaled_gemm_tile_name(ScaledGemmTile tile);
 
+// `programmatic`: the call launches under programmatic dependent launch (enable_pdl), which
+// moves a few decode choices.
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
-                                           DType ab_dtype, int sm_count);
+                                           DType ab_dtype, int sm_count, bool programmatic);
 
 }  // namespace lowbit::cuda

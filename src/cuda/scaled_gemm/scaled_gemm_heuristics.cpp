@@ -4,17 +4,11 @@
 // 9-64 tokens (int8 17-64) take 64 x 16 / 64 x 32 tiles whose token tiles share the weights by
 // multicast; at 9-32 tokens (int8 17-32) weights over 32 MiB take 64 x 16 (one wave of >= 3/4
 // of the SMs) or 128 x 32 (waves >= 60% full), smaller ones 128 x 32 (at 9-16 tokens where it
-// has >= 48 channel tiles), and at 33-64 tokens 64 x 64 (192 x 64 where long K needs 192
-// channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs
-// read the weight once with no tile padding (the mma.sync split-K one for int8 on small weights
-// with K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048; else the TMA-fed wgmma
-// one). Up to M = 128 the 64-row pingpong tile keeps
-// twice as many CTAs busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs
-// idle), or the cooperative 128 x 192 tile where it alone makes one wave; at 129-192 tokens
-// the swapped tiles that hold the tokens in wgmma's N (one 192-token tile, or two of 80 / three
-// of 64 on narrow weights) where their tiles fill the SMs; else, up to 1024 tokens, the tile of
-// fewest estimated waves x tile area; above that the 128 x 128 pingpong tile (vLLM's default
-// shape on Hopper).
+// has >= 48 channel tiles, not for fp8 under PDL); at 33-64 tokens 64 x 64 (192 x 64 where
+// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs read the
+// weight once with no tile padding (the mma.sync split-K one for int8 on small weights with
+// K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048; else the TMA-fed wgmma one).
+// Up to M = 128 the 64-row pingpong tile keeps
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -149,7 +143,7 @@ bool wide_swap_tile(std::int64_t m, std::int64_t n, int sm_count, ScaledGemmTile
 }  // namespace
 
 ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::int64_t k,
-                                           DType ab_dtype, int sm_count) {
+                                           DType ab_dtype, int sm_count, bool programmatic) {
   ScaledGemmConfig config;
   // The GEMVs hold at most 32 tokens (gemv_tma 64); a forced GEMV falls back to the heuristic.
   const bool overridden = parse_override(config.tile);
@@ -183,7 +177,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     } else if (int8_split_k && m <= 16 && (m <= 8 || pairs_fit || k <= 2048)) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32 && m >= 9 && small_weight && !pairs_fit &&
-               (m > 16 || tiles(n, 128) >= 48)) {
+               (m > 16 || (tiles(n, 128) >= 48 && !(programmatic && !int8)))) {
       // 17-32 tokens on a small weight too wide for swap64x16's pairs: the 128 x 32 swapped
       // tile. H200, both dtypes, us at 24 / 32 tokens against the previous choice (gemv_tma for
       // fp8, split-K for int8 at K <= 4096): 6144 x 4096 fp8 11.78 / 11.68 against 12.41 /
@@ -197,6 +191,9 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       // 12.67, 6144 x 3072 10.17 / 10.32 against 11.54 / 11.62. The split-K GEMV keeps int8 at
       // K = 2048 (7168 x 2048 8.46 / 8.50 against 8.86 / 9.12). The 5120-wide weights (40
       // tiles) keep gemv_tma, 3-4% ahead on one machine and 4% behind on the other.
+      // Not for fp8 under programmatic dependent launch, where gemv_tma requests its first
+      // weight stages before the wait (thirty-second session, graph replay with PDL: 6144 x
+      // 4096 at 16 tokens 7.96 us against this tile's 10.11).
       config.tile = ScaledGemmTile::kSwap128x32;
     } else if (m <= 32) {
       // 17-32 tokens on a weight over 32 MiB: swapped tiles of one channel tile per CTA, where
@@ -218,7 +215,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       } else {
         config.tile = ScaledGemmTile::kGemvTma;
       }
-    } else if (m <= 64 && !small_weight) {
+    } else if (m <= 64) {
       // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. H200,
       // µs, two runs: 7168 x 18432 38.2 / 39.8 against gemv_tma's 41.3 / 43.2, 14336 x 4096
       // 20.6 / 21.1 against the stream-K tile's 22.7 / 23.2 (int8 alike); over several waves too:
@@ -226,6 +223,13 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       // 64-channel tiles would need more than one wave over long K but 192-channel ones make
       // one, those (18432 x 7168: 39.0 µs against 41.2-42.2 for the 64-channel tile and for
       // gemv_tma).
+      // Small weights too (before, the 64 x 64 token tile, whose cluster along the tokens pads
+      // one token tile to two CTAs). Thirty-second session, H200, fp8, µs at 40 / 64 tokens
+      // against that tile: 6144 x 4096 12.61 / 11.76 against 15.95 / 16.19 (cuBLASLt 11.10 /
+      // 11.22), 5120 x 5120 12.92 / 11.91 against 17.63 / 17.67, 7168 x 2048 9.00 / 8.61
+      // against 11.00 / 11.16, 6144 x 3072 10.49 / 10.11 against 13.36 / 13.34, 8192 x 2048
+      // 9.58 / 8.94 against 12.58 / 11.51; int8 alike. 18432 x 1536 (forced; it then kept the
+      // 64 x 128 tile): 13.49 / 12.89 against 15.56 / 14.63.
       const bool one_wide_wave = tiles(n, 64) > sm_count && tiles(n, 192) <= sm_count;
       config.tile = one_wide_wave && k > 4096 ? ScaledGemmTile::kSwap192x64
                                               : ScaledGemmTile::kSwap64x64;

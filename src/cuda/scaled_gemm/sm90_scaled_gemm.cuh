@@ -41,11 +41,14 @@ namespace fusion = cutlass::epilogue::fusion;
 // Shape of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the channels), the tile's
 // CUTLASS M x N (K is 128), the cluster along CUTLASS's M and N, and the schedule: CUTLASS's
 // persistent pingpong kernel, or its cooperative one (two warpgroups split each tile's M).
+// kProgrammatic: launched as a programmatic dependent under enable_pdl; exactly these tiles'
+// instances are compiled with CUTLASS_ENABLE_GDC_FOR_SM90 (src/CMakeLists.txt).
 template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN,
-          bool kCoop = false>
+          bool kCoop = false, bool kPdl = true>
 struct TileSpec {
   static constexpr bool kSwapAB = kSwap;
   static constexpr bool kCooperative = kCoop;
+  static constexpr bool kProgrammatic = kPdl;
   using TileShape = Shape<Int<kTileM>, Int<kTileN>, _128>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
 };
@@ -86,8 +89,12 @@ struct TileTraits<ScaledGemmTile::kSwap64x64> : TileSpec<true, 64, 64, 2, 1> {};
 template <>
 struct TileTraits<ScaledGemmTile::kSwap128x32> : TileSpec<true, 128, 32, 2, 1> {};
 
+// Launched plainly under PDL: the heuristic takes it where its 96-ish tiles leave a quarter of
+// the SMs free, and there, as with other pingpong tiles of one tile per CTA on 40-90% of the
+// SMs, PDL lost (H200, graph replay without / with PDL, us: 18432 x 7168 at M = 64 36.5 /
+// 39.3, 14336 x 4096 19.2 / 22.7; docs/perf/scaled_gemm.md, thirty-second session).
 template <>
-struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1> {};
+struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1, false, false> {};
 
 // NOTE: 65-128 tokens are one 128-token tile; 192 channels a tile make one wave where 128 would
 // spill into a second (18432 channels: 96 tiles against 144), each CTA streaming its slice's
@@ -109,6 +116,12 @@ struct TileTraits<ScaledGemmTile::kSwap64x80> : TileSpec<true, 64, 80, 1, 2> {};
 template <class ElementAB_, class ElementD_, ScaledGemmTile kTile>
 struct ScaledGemm {
   using Traits = TileTraits<kTile>;
+#ifdef CUTLASS_ENABLE_GDC_FOR_SM90
+  static_assert(Traits::kProgrammatic, "a kernel that waits must launch as a dependent");
+#else
+  // Launched as a dependent, it would read the activations before their producer finished.
+  static_assert(!Traits::kProgrammatic, "a dependent launch needs the kernel's wait");
+#endif
   using ElementAB = ElementAB_;
   using ElementD = ElementD_;
   static constexpr bool kInt8 = cute::is_same_v<ElementAB, int8_t>;
@@ -249,7 +262,8 @@ struct ScaledGemm {
   }
 
   static void run(const ScaledGemmProblem& p, void* workspace, cudaStream_t stream) {
-    run_cutlass_gemm<Gemm>("scaled_mm", arguments(p), workspace, stream, p.m, p.n, p.k);
+    run_cutlass_gemm<Gemm>("scaled_mm", arguments(p), workspace, stream, p.m, p.n, p.k,
+                           p.dependent_launch && Traits::kProgrammatic);
   }
 };
 
