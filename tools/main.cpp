@@ -156,6 +156,11 @@ int run_bench_command(int argc, char** argv) {
       return 2;
     }
   }
+  if (options.graph_configs && family != "gemm") {
+    std::fprintf(stderr, "lowbit bench: --graph-configs applies to the gemm family, not '%s'\n",
+                 family.c_str());
+    return 2;
+  }
   if ((!options.shapes.empty() || !options.tokens.empty()) && family != "gemm" &&
       family != "block-gemm") {
     std::fprintf(stderr, "lowbit bench: --shape and --tokens apply to the gemm and block-gemm "

@@ -13,8 +13,9 @@
 // CUTLASS_ENABLE_GDC_FOR_SM90 (src/CMakeLists.txt): there every producer warp that reads global
 // memory waits for the previous kernel (griddepcontrol.wait) before its first load, the
 // consumers read and write only after data those loads brought, and they let the next kernel
-// launch once their last tile's mainloop is done; so the launch and the prologue overlap the
-// previous kernel's tail. Launched without the attribute the wait returns at once.
+// launch once their last tile's mainloop is done (at once for a pingpong consumer without a
+// tile); so the launch and the prologue overlap the previous kernel's tail. Launched without
+// the attribute the wait returns at once.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -5,10 +5,16 @@
 // multicast; at 9-32 tokens (int8 17-32) weights over 32 MiB take 64 x 16 (one wave of >= 3/4
 // of the SMs) or 128 x 32 (waves >= 60% full), smaller ones 128 x 32 (at 9-16 tokens where it
 // has >= 48 channel tiles, not for fp8 under PDL); at 33-64 tokens 64 x 64 (192 x 64 where
-// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile. Otherwise the GEMVs read the
-// weight once with no tile padding (the mma.sync split-K one for int8 on small weights with
-// K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048; else the TMA-fed wgmma one).
-// Up to M = 128 the 64-row pingpong tile keeps
+// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile.
+// Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one for
+// int8 on small weights with K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048;
+// else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs
+// busy as the 128-row one (64 x 64 where 64 x 128 would leave half the SMs idle), or the
+// cooperative 128 x 192 tile where it alone makes one wave; at 129-192 tokens the swapped
+// tiles that hold the tokens in wgmma's N (one 192-token tile, or two of 80 / three of 64 on
+// narrow weights) where their tiles fill the SMs; else, up to 1024 tokens, the tile of fewest
+// estimated waves x tile area; above that the 128 x 128 pingpong tile (vLLM's default shape on
+// Hopper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -216,7 +222,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
         config.tile = ScaledGemmTile::kGemvTma;
       }
     } else if (m <= 64) {
-      // One token tile on a wider weight: 64-channel tiles in 2x1 clusters that share it. H200,
+      // One token tile: 64-channel tiles in 2x1 clusters that share it. Weights over 32 MiB, H200,
       // µs, two runs: 7168 x 18432 38.2 / 39.8 against gemv_tma's 41.3 / 43.2, 14336 x 4096
       // 20.6 / 21.1 against the stream-K tile's 22.7 / 23.2 (int8 alike); over several waves too:
       // 28672 x 8192 67.0 against gemv_tma's 87.3, 25600 x 5120 41.4 against 53.3. Where the
