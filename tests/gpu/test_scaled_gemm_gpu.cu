@@ -476,8 +476,8 @@ TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
 TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
   // The activations, their scales and zero points are written late (run_gpu's late_inputs).
   // Each configuration forced: both GEMVs, and CUTLASS tiles (pingpong, swapped, cooperative),
-  // which launch as dependents too (common/cutlass_run.cuh); int8 cases with per-token zero
-  // points.
+  // which launch as dependents too (common/cutlass_run.cuh), but for swap192x64, which launches
+  // plainly and so must simply follow the producer; int8 cases with per-token zero points.
   struct Case {
     const char* config;
     std::int64_t m, n, k;
