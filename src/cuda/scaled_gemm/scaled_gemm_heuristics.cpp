@@ -168,6 +168,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // too where the pairs do not fit and K >= 3072 (below).
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
     const bool int8 = ab_dtype == DType::kInt8;
+    const bool fp8_under_pdl = programmatic && !int8;
     const bool int8_split_k = int8 && small_weight && k <= 4096;
     // Swapped tiles where every 64-channel tile's pair of token tiles has SMs of its own (the
     // 4096-wide weights): each CTA streams its channel tile's whole K and the two token tiles
@@ -183,7 +184,7 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     } else if (int8_split_k && m <= 16 && (m <= 8 || pairs_fit || k <= 2048)) {
       config.tile = ScaledGemmTile::kGemvSplitK;
     } else if (m <= 32 && m >= 9 && small_weight && !pairs_fit &&
-               (m > 16 || (tiles(n, 128) >= 48 && !(programmatic && !int8)))) {
+               (m > 16 || (tiles(n, 128) >= 48 && !fp8_under_pdl))) {
       // 17-32 tokens on a small weight too wide for swap64x16's pairs: the 128 x 32 swapped
       // tile. H200, both dtypes, us at 24 / 32 tokens against the previous choice (gemv_tma for
       // fp8, split-K for int8 at K <= 4096): 6144 x 4096 fp8 11.78 / 11.68 against 12.41 /
@@ -265,9 +266,11 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       config.tile = ScaledGemmTile::kLarge128x128;
     }
   }
-  detail::print_config_once("scaled_mm %s m=%lld n=%lld k=%lld: %s", dtype_name(ab_dtype),
+  // The choice under PDL may differ, so it says which it is.
+  detail::print_config_once("scaled_mm %s m=%lld n=%lld k=%lld%s: %s", dtype_name(ab_dtype),
                             static_cast<long long>(m), static_cast<long long>(n),
-                            static_cast<long long>(k), scaled_gemm_tile_name(config.tile));
+                            static_cast<long long>(k), programmatic ? " pdl" : "",
+                            scaled_gemm_tile_name(config.tile));
   return config;
 }
 
