@@ -477,8 +477,8 @@ TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
   // The activations, their scales and zero points are written late (run_gpu's late_inputs).
   // Each configuration forced: the GEMVs, and CUTLASS tiles (pingpong, swapped, cooperative;
   // clusters along either dimension, so the multicast operand is the weights or the tokens),
-  // which request their weights before the wait (common/cutlass_weights_first.cuh); int8
-  // cases with per-token zero points.
+  // whose mainloop waits (common/cutlass_programmatic.cuh); int8 cases with per-token zero
+  // points.
   struct Case {
     const char* config;
     std::int64_t m, n, k;

@@ -30,7 +30,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "../common/cutlass_run.cuh"
-#include "../common/cutlass_weights_first.cuh"
+#include "../common/cutlass_programmatic.cuh"
 #include "scaled_gemm_instances.h"
 #include "scaled_gemm_launch.h"
 
@@ -42,8 +42,8 @@ namespace fusion = cutlass::epilogue::fusion;
 // Shape of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the channels), the tile's
 // CUTLASS M x N (K is 128), the cluster along CUTLASS's M and N, and the schedule: CUTLASS's
 // persistent pingpong kernel, or its cooperative one (two warpgroups split each tile's M).
-// kProgrammatic: launched as a programmatic dependent under enable_pdl, on the mainloop that
-// requests the weights before it waits for the previous kernel (common/cutlass_weights_first.cuh).
+// kProgrammatic: launched as a programmatic dependent under enable_pdl, on a mainloop that waits
+// for the previous kernel and releases the next one (common/cutlass_programmatic.cuh).
 template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN,
           bool kCoop = false, bool kPdl = true>
 struct TileSpec {
@@ -193,7 +193,7 @@ struct ScaledGemm {
       MainloopSchedule>::CollectiveOp;
   // A dependent launch needs the wait, which only the programmatic mainloop has.
   using CollectiveMainloop =
-      cute::conditional_t<Traits::kProgrammatic, WeightsFirstMainloop<BuiltMainloop, kSwapAB>,
+      cute::conditional_t<Traits::kProgrammatic, ProgrammaticMainloop<BuiltMainloop>,
                           BuiltMainloop>;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
