@@ -50,6 +50,10 @@ struct TileSpec {
   static constexpr bool kSwapAB = kSwap;
   static constexpr bool kCooperative = kCoop;
   static constexpr bool kProgrammatic = kPdl;
+  // Under PDL the next kernel may launch as this one starts, not after the mainloop: for the
+  // tiles whose cluster runs along the tokens, taken where a 4096-wide weight's 64 channel tiles
+  // each have a pair of SMs (common/cutlass_programmatic.cuh says what was measured).
+  static constexpr bool kReleaseAtLaunch = kSwap && kClusterN > 1;
   using TileShape = Shape<Int<kTileM>, Int<kTileN>, _128>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
 };
@@ -193,7 +197,8 @@ struct ScaledGemm {
       MainloopSchedule>::CollectiveOp;
   // A dependent launch needs the wait, which only the programmatic mainloop has.
   using CollectiveMainloop =
-      cute::conditional_t<Traits::kProgrammatic, ProgrammaticMainloop<BuiltMainloop>,
+      cute::conditional_t<Traits::kProgrammatic,
+                          ProgrammaticMainloop<BuiltMainloop, Traits::kReleaseAtLaunch>,
                           BuiltMainloop>;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
