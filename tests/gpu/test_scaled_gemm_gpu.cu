@@ -475,9 +475,10 @@ TEST(ScaledMmGpu, CudaGraphReplayWithNewInputs) {
 
 TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
   // The activations, their scales and zero points are written late (run_gpu's late_inputs).
-  // Each configuration forced: both GEMVs, and CUTLASS tiles (pingpong, swapped, cooperative),
-  // which launch as dependents too (common/cutlass_run.cuh), but for swap192x64, which launches
-  // plainly and so must simply follow the producer; int8 cases with per-token zero points.
+  // Each configuration forced: the GEMVs, and CUTLASS tiles (pingpong, swapped, cooperative;
+  // clusters along either dimension, so the multicast operand is the weights or the tokens),
+  // whose mainloop waits (common/cutlass_programmatic.cuh); int8 cases with per-token zero
+  // points.
   struct Case {
     const char* config;
     std::int64_t m, n, k;
@@ -488,6 +489,9 @@ TEST(ScaledMmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
                         {"gemv_tma", 16, 4096, 14336, DType::kFP8E4M3},
                         {"gemv_tma", 64, 18432, 7168, DType::kInt8},
                         {"swap64x16", 16, 4096, 4096, DType::kFP8E4M3},
+                        {"swap64x32", 29, 4096, 2048, DType::kInt8},
+                        {"swap64x64", 64, 6144, 4096, DType::kFP8E4M3},
+                        {"swap128x32", 24, 14336, 4096, DType::kInt8},
                         {"swap192x64", 64, 18432, 7168, DType::kInt8},
                         {"coop128x192", 128, 18432, 7168, DType::kFP8E4M3},
                         {"large128x128", 128, 4096, 4096, DType::kFP8E4M3}};

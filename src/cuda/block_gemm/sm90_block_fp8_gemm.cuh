@@ -144,10 +144,9 @@ struct BlockFp8Gemm {
 
   static void run(const BlockFp8GemmProblem& p, const float* a_scales, std::int64_t stride_m,
                   std::int64_t stride_k, void* workspace, cudaStream_t stream) {
-    // Never a dependent launch: compiled without CUTLASS_ENABLE_GDC_FOR_SM90 (src/CMakeLists.txt)
-    // these kernels do not wait for the previous one, and with it CUTLASS 4.2's stream-K
-    // scheduler does not compile and the cooperative kernel's block-scale loads
-    // (MainloopAux warp) would still not wait.
+    // Never a dependent launch: these kernels do not wait for the previous one. With
+    // CUTLASS_ENABLE_GDC_FOR_SM90, CUTLASS 4.2's stream-K scheduler does not compile and the
+    // cooperative kernel's block-scale loads (MainloopAux warp) would still not wait.
     run_cutlass_gemm<Gemm>("block_fp8_mm", arguments(p, a_scales, stride_m, stride_k), workspace,
                            stream, p.m, p.n, p.k, /*dependent=*/false);
   }

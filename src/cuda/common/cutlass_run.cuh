@@ -9,13 +9,10 @@
 // opt-in happens once per device and kernel (common/kernel_launch.cuh) and the cluster needs no
 // opt-in (at most 8 blocks, the portable size).
 //
-// `dependent`: programmatic dependent launch, only for kernels compiled with
-// CUTLASS_ENABLE_GDC_FOR_SM90 (src/CMakeLists.txt): there every producer warp that reads global
-// memory waits for the previous kernel (griddepcontrol.wait) before its first load, the
-// consumers read and write only after data those loads brought, and they let the next kernel
-// launch once their last tile's mainloop is done (at once for a pingpong consumer without a
-// tile); so the launch and the prologue overlap the previous kernel's tail. Launched without
-// the attribute the wait returns at once.
+// `dependent`: programmatic dependent launch, only for kernels whose mainloop waits for the
+// previous kernel before its first load and lets the next one launch after its mainloop
+// (common/cutlass_programmatic.cuh); so the launch and the prologue overlap the previous
+// kernel's tail. Launched without the attribute the wait returns at once.
 #pragma once
 
 #include <cuda_runtime.h>

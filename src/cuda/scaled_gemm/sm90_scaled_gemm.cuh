@@ -30,6 +30,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "../common/cutlass_run.cuh"
+#include "../common/cutlass_programmatic.cuh"
 #include "scaled_gemm_instances.h"
 #include "scaled_gemm_launch.h"
 
@@ -41,14 +42,18 @@ namespace fusion = cutlass::epilogue::fusion;
 // Shape of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the channels), the tile's
 // CUTLASS M x N (K is 128), the cluster along CUTLASS's M and N, and the schedule: CUTLASS's
 // persistent pingpong kernel, or its cooperative one (two warpgroups split each tile's M).
-// kProgrammatic: launched as a programmatic dependent under enable_pdl; exactly these tiles'
-// instances are compiled with CUTLASS_ENABLE_GDC_FOR_SM90 (src/CMakeLists.txt).
+// kProgrammatic: launched as a programmatic dependent under enable_pdl, on a mainloop that waits
+// for the previous kernel and releases the next one (common/cutlass_programmatic.cuh).
 template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN,
           bool kCoop = false, bool kPdl = true>
 struct TileSpec {
   static constexpr bool kSwapAB = kSwap;
   static constexpr bool kCooperative = kCoop;
   static constexpr bool kProgrammatic = kPdl;
+  // Under PDL the next kernel may launch as this one starts, not after the mainloop: for the
+  // tiles whose cluster runs along the tokens, taken where a 4096-wide weight's 64 channel tiles
+  // each have a pair of SMs (common/cutlass_programmatic.cuh says what was measured).
+  static constexpr bool kReleaseAtLaunch = kSwap && kClusterN > 1;
   using TileShape = Shape<Int<kTileM>, Int<kTileN>, _128>;
   using ClusterShape = Shape<Int<kClusterM>, Int<kClusterN>, _1>;
 };
@@ -89,12 +94,10 @@ struct TileTraits<ScaledGemmTile::kSwap64x64> : TileSpec<true, 64, 64, 2, 1> {};
 template <>
 struct TileTraits<ScaledGemmTile::kSwap128x32> : TileSpec<true, 128, 32, 2, 1> {};
 
-// Launched plainly under PDL: the heuristic takes it where its 96-ish tiles leave a quarter of
-// the SMs free, and there, as with other pingpong tiles of one tile per CTA on 40-90% of the
-// SMs, PDL lost (H200, graph replay without / with PDL, us: 18432 x 7168 at M = 64 36.5 /
-// 39.3, 14336 x 4096 19.2 / 22.7; docs/perf/scaled_gemm.md, thirty-second session).
+// NOTE: where 64-channel tiles would need more than one wave over long K, 192 channels a tile
+// make one (18432 channels: 96 tiles).
 template <>
-struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1, false, false> {};
+struct TileTraits<ScaledGemmTile::kSwap192x64> : TileSpec<true, 192, 64, 2, 1> {};
 
 // NOTE: 65-128 tokens are one 128-token tile; 192 channels a tile make one wave where 128 would
 // spill into a second (18432 channels: 96 tiles against 144), each CTA streaming its slice's
@@ -116,12 +119,6 @@ struct TileTraits<ScaledGemmTile::kSwap64x80> : TileSpec<true, 64, 80, 1, 2> {};
 template <class ElementAB_, class ElementD_, ScaledGemmTile kTile>
 struct ScaledGemm {
   using Traits = TileTraits<kTile>;
-#ifdef CUTLASS_ENABLE_GDC_FOR_SM90
-  static_assert(Traits::kProgrammatic, "a kernel that waits must launch as a dependent");
-#else
-  // Launched as a dependent, it would read the activations before their producer finished.
-  static_assert(!Traits::kProgrammatic, "a dependent launch needs the kernel's wait");
-#endif
   using ElementAB = ElementAB_;
   using ElementD = ElementD_;
   static constexpr bool kInt8 = cute::is_same_v<ElementAB, int8_t>;
@@ -191,13 +188,18 @@ struct ScaledGemm {
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, float, void, StrideD, kAlignD,
       ElementD, StrideD, kAlignD, EpilogueSchedule, Output>::CollectiveOp;
 
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, cutlass::layout::RowMajor,
       kAlignAB, ElementAB, cutlass::layout::ColumnMajor, kAlignAB, ElementAcc, TileShape,
       ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
+  // A dependent launch needs the wait, which only the programmatic mainloop has.
+  using CollectiveMainloop =
+      cute::conditional_t<Traits::kProgrammatic,
+                          ProgrammaticMainloop<BuiltMainloop, Traits::kReleaseAtLaunch>,
+                          BuiltMainloop>;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
                                                       CollectiveEpilogue, TileScheduler>;
