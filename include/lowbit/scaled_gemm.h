@@ -32,10 +32,10 @@ struct ScaledMmArgs {
   // non-zero (no configuration needs any today; callers that size it stay correct if one
   // does). Host: unused.
   TensorView workspace;
-  // Programmatic dependent launch (sm_90): the kernels (all but the forced-only gemv_wgmma and
-  // the 192 x 64 swapped tile, slower so) may start while the stream's previous kernel
-  // finishes, reading only the weight b before it has (docs/pdl.md). That kernel must not
-  // write b. It also moves a few decode configuration choices (fp8 at 9-16 tokens).
+  // Programmatic dependent launch (sm_90): the kernels (all but the forced-only gemv_wgmma)
+  // may start while the stream's previous kernel finishes, reading only the weight b before it
+  // has (docs/pdl.md). That kernel must not write b. It also moves a few decode configuration
+  // choices (fp8 at 9-16 tokens).
   bool enable_pdl = false;
 };
 

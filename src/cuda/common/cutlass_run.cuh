@@ -10,9 +10,9 @@
 // opt-in (at most 8 blocks, the portable size).
 //
 // `dependent`: programmatic dependent launch, only for kernels whose mainloop waits for the
-// previous kernel before its first load and lets the next one launch after its mainloop
-// (common/cutlass_programmatic.cuh); so the launch and the prologue overlap the previous
-// kernel's tail. Launched without the attribute the wait returns at once.
+// previous kernel before its first load and lets the next one launch at its start or after its
+// mainloop (common/cutlass_programmatic.cuh); so the launch and the prologue overlap the
+// previous kernel's tail. Launched without the attribute the wait returns at once.
 #pragma once
 
 #include <cuda_runtime.h>

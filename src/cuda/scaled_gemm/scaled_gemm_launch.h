@@ -29,8 +29,8 @@ struct ScaledGemmProblem {
   std::int64_t ldd = 0;
   DType d_dtype = DType::kBF16;
   int sm_count = 0;
-  // Programmatic dependent launch (common/kernel_launch.cuh) of the GEMVs and of the CUTLASS
-  // tiles whose TileSpec has kProgrammatic (sm90_scaled_gemm.cuh).
+  // Programmatic dependent launch (common/kernel_launch.cuh) of the GEMVs (but gemv_wgmma) and
+  // of every CUTLASS tile (sm90_scaled_gemm.cuh).
   bool dependent_launch = false;
 };
 

@@ -42,14 +42,13 @@ namespace fusion = cutlass::epilogue::fusion;
 // Shape of one ScaledGemmTile: the orientation (kSwap: CUTLASS's M is the channels), the tile's
 // CUTLASS M x N (K is 128), the cluster along CUTLASS's M and N, and the schedule: CUTLASS's
 // persistent pingpong kernel, or its cooperative one (two warpgroups split each tile's M).
-// kProgrammatic: launched as a programmatic dependent under enable_pdl, on a mainloop that waits
-// for the previous kernel and releases the next one (common/cutlass_programmatic.cuh).
+// Every tile launches as a programmatic dependent under enable_pdl, on a mainloop that waits for
+// the previous kernel and releases the next one (common/cutlass_programmatic.cuh).
 template <bool kSwap, int kTileM, int kTileN, int kClusterM, int kClusterN,
-          bool kCoop = false, bool kPdl = true>
+          bool kCoop = false>
 struct TileSpec {
   static constexpr bool kSwapAB = kSwap;
   static constexpr bool kCooperative = kCoop;
-  static constexpr bool kProgrammatic = kPdl;
   // Under PDL the next kernel may launch as this one starts, not after the mainloop: for the
   // tiles whose cluster runs along the tokens, taken where a 4096-wide weight's 64 channel tiles
   // each have a pair of SMs (common/cutlass_programmatic.cuh says what was measured).
@@ -195,11 +194,7 @@ struct ScaledGemm {
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
-  // A dependent launch needs the wait, which only the programmatic mainloop has.
-  using CollectiveMainloop =
-      cute::conditional_t<Traits::kProgrammatic,
-                          ProgrammaticMainloop<BuiltMainloop, Traits::kReleaseAtLaunch>,
-                          BuiltMainloop>;
+  using CollectiveMainloop = ProgrammaticMainloop<BuiltMainloop, Traits::kReleaseAtLaunch>;
 
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
                                                       CollectiveEpilogue, TileScheduler>;
@@ -265,7 +260,7 @@ struct ScaledGemm {
 
   static void run(const ScaledGemmProblem& p, void* workspace, cudaStream_t stream) {
     run_cutlass_gemm<Gemm>("scaled_mm", arguments(p), workspace, stream, p.m, p.n, p.k,
-                           p.dependent_launch && Traits::kProgrammatic);
+                           p.dependent_launch);
   }
 };
 
