@@ -249,6 +249,7 @@ struct FragmentTerms {
 // consumed ring: 1 KB aligned, at least one stage, enough for 8 T rows of kStride outputs.
 template <typename Policy, int kValues>
 __device__ __forceinline__ void store_tile(const Policy& policy,
+                                           const FragmentTerms<Policy, kValues>& terms,
                                            const typename Policy::Acc (&acc)[kValues],
                                            std::int64_t row0, std::int64_t n, std::int64_t m,
                                            unsigned char* tile_memory) {
@@ -262,7 +263,6 @@ __device__ __forceinline__ void store_tile(const Policy& policy,
                 "the output tile must fit one stage");
   const int thread = threadIdx.x;
   Out* tile = reinterpret_cast<Out*>(tile_memory);
-  const FragmentTerms<Policy, kValues> terms(policy, row0, n, m);
   __syncthreads();  // every warp's last wgmma has read the ring
 #pragma unroll
   for (int v = 0; v < kValues; ++v) {
@@ -405,6 +405,10 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     if (thread == 0) request_tokens(i);
     fetch_scales(i);
   }
+  // The epilogue's factors (scales, bias, zero points) are loaded now, behind the ring's first
+  // copies, so that their round trip overlaps the stream instead of following the last step.
+  // (They may come from the previous kernel, hence after the wait.)
+  const FragmentTerms<Policy, kValues> terms(policy, row0, n, m);
   if constexpr (Policy::kStepScales) {
     if (staged) {  // every step's scales at once; the first promotion waits for them
       for (int e = thread; e < mine * kScaleSlot; e += 128) {
@@ -542,9 +546,8 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     if (cluster.block_rank() != 0) return;
   }
   if constexpr (kTiles >= 4) {
-    store_tile(policy, acc, row0, n, m, ring_pointer);
+    store_tile(policy, terms, acc, row0, n, m, ring_pointer);
   } else {  // up to 16 tokens the staging measured no faster (its two barriers cost ~1%)
-    const FragmentTerms<Policy, kValues> terms(policy, row0, n, m);
 #pragma unroll
     for (int v = 0; v < kValues; ++v) {
       const std::int64_t row = row0 + gemv_wgmma::fragment_row(thread, v);
