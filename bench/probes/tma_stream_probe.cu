@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -186,11 +185,20 @@ struct Probe {
   int sm_selection = 0;  // 0: none; 1: even SMs; 2: SMs 0..63 (grid of one block per SM)
 };
 
-void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
+// The weight [N, K] viewed as [K / 128][N][128]: a box of 128 bytes x 64 rows x `steps` lands
+// as `steps` consecutive 8 KB stages of the 2D layout, each swizzled alike.
+bool encode_step_boxes(CUtensorMap* map, const std::uint8_t* base, std::int64_t n,
+                       std::int64_t k, std::uint32_t steps) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(k / 128)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k), 128};
+  const cuuint32_t box[3] = {128, kRows, steps};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  return encode != nullptr &&
+         encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<std::uint8_t*>(base), dims,
+                strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 std::vector<Probe> probes_for(int splits, bool small_grid) {
@@ -220,6 +228,14 @@ std::vector<Probe> probes_for(int splits, bool small_grid) {
     probes.push_back({"64 blocks: 3d 4 steps x 4 st", 1, 4, k3d, 128, 4, 1, true});
     probes.push_back(
         {"128 blocks (split 2): 2d, 4 boxes x 3 st, w b", 2, 3, k2d, 128, 1, 4, true, false, true});
+    // Where the blocks run: clusters of 4 along the rows, or one block per SM with only the
+    // even SMs, or only SMs 0..63, working.
+    probes.push_back({"64 blocks: 2d x 16 st, cluster 4", 1, 16, k2d, 128, 1, 1, true, false,
+                      false, 4});
+    probes.push_back({"64 blocks: 2d x 16 st, even SMs", 1, 16, k2d, 128, 1, 1, true, false,
+                      false, 1, 1});
+    probes.push_back({"64 blocks: 2d x 16 st, SMs 0..63", 1, 16, k2d, 128, 1, 1, true, false,
+                      false, 1, 2});
   }
   return probes;
 }
@@ -228,17 +244,17 @@ std::vector<Probe> probes_for(int splits, bool small_grid) {
 
 int main() {
   int device = 0, sms = 0, l2 = 0;
-  check_cuda(cudaGetDevice(&device), "device");
+  check(cudaGetDevice(&device), "device");
   cudaDeviceProp prop;
-  check_cuda(cudaGetDeviceProperties(&prop, device), "properties");
+  check(cudaGetDeviceProperties(&prop, device), "properties");
   sms = prop.multiProcessorCount;
   l2 = prop.l2CacheSize;
   std::printf("device %s, %d SMs, L2 %d MB\n", prop.name, sms, l2 >> 20);
   const double copy_gbps = measure_copy_gbps(20);
   std::printf("copy %.0f GB/s\n", copy_gbps);
-  check_cuda(cudaFuncSetAttribute(ring_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  200 * 1024),
-             "smem opt-in");
+  check(cudaFuncSetAttribute(ring_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             200 * 1024),
+        "smem opt-in");
 
   // The weights and gemv_tma's K split for them at M = 1 (choose_plan).
   const std::vector<Shape> shapes = {{4096, 4096, 4}, {14336, 4096, 1}, {4096, 14336, 4},
@@ -257,53 +273,23 @@ int main() {
     // SM selections: item i on the i-th even SM, or on SM i.
     std::vector<int> table(512, -1);
     for (int i = 0; i < 64; ++i) table[2 * i] = i, table[256 + i] = i;
-    check_cuda(cudaMemcpy(work_table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice),
-               "table");
+    check(cudaMemcpy(work_table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice),
+          "table");
 
     const int row_blocks = static_cast<int>(shape.n / kRows);
     const std::vector<Probe> probes = probes_for(shape.splits, row_blocks == 64);
-    std::vector<CUtensorMap> maps_128(sets), maps_256(sets), maps_3d(sets);
-    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    std::vector<CUtensorMap> maps_128(sets), maps_256(sets), maps_3d2(sets), maps_3d4(sets);
     for (int s = 0; s < sets; ++s) {
       const std::uint8_t* base = static_cast<const std::uint8_t*>(weights.get()) + s * bytes;
-      const bool ok_2d =
-          encode_matrix_map(&maps_128[s], CU_TENSOR_MAP_DATA_TYPE_UINT8, base, shape.n, shape.k,
-                            shape.k, 128, kRows, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_NONE) &&
-          encode_matrix_map(&maps_256[s], CU_TENSOR_MAP_DATA_TYPE_UINT8, base, shape.n, shape.k,
-                            shape.k, 256, kRows, CU_TENSOR_MAP_SWIZZLE_NONE,
-                            CU_TENSOR_MAP_L2_PROMOTION_NONE);
-      // [K / 128][N][128]: a box of 128 bytes x 64 rows x `steps` lands as `steps` consecutive
-      // 8 KB stages of the 2D layout, each swizzled alike (boxes of 2 steps here, of 4 below).
-      const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(shape.n),
-                                  static_cast<cuuint64_t>(shape.k / 128)};
-      const cuuint64_t strides[2] = {static_cast<cuuint64_t>(shape.k), 128};
-      const cuuint32_t box[3] = {128, kRows, 2};
-      const cuuint32_t element_strides[3] = {1, 1, 1};
-      const bool ok_3d =
-          encode(&maps_3d[s], CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<std::uint8_t*>(base),
-                 dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-      if (!ok_2d || !ok_3d) {
-        std::fprintf(stderr, "tensor map refused (2d %d, 3d %d)\n", ok_2d, ok_3d);
-        return 1;
-      }
-    }
-    // 3D maps with boxes of 4 steps.
-    std::vector<CUtensorMap> maps_3d4(maps_3d);
-    for (int s = 0; s < sets; ++s) {
-      const std::uint8_t* base = static_cast<const std::uint8_t*>(weights.get()) + s * bytes;
-      const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(shape.n),
-                                  static_cast<cuuint64_t>(shape.k / 128)};
-      const cuuint64_t strides[2] = {static_cast<cuuint64_t>(shape.k), 128};
-      const cuuint32_t box[3] = {128, kRows, 4};
-      const cuuint32_t element_strides[3] = {1, 1, 1};
-      if (encode(&maps_3d4[s], CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<std::uint8_t*>(base),
-                 dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-        std::fprintf(stderr, "3d map (4 steps) refused\n");
+      if (!encode_matrix_map(&maps_128[s], CU_TENSOR_MAP_DATA_TYPE_UINT8, base, shape.n, shape.k,
+                             shape.k, 128, kRows, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_NONE) ||
+          !encode_matrix_map(&maps_256[s], CU_TENSOR_MAP_DATA_TYPE_UINT8, base, shape.n, shape.k,
+                             shape.k, 256, kRows, CU_TENSOR_MAP_SWIZZLE_NONE,
+                             CU_TENSOR_MAP_L2_PROMOTION_NONE) ||
+          !encode_step_boxes(&maps_3d2[s], base, shape.n, shape.k, 2) ||
+          !encode_step_boxes(&maps_3d4[s], base, shape.n, shape.k, 4)) {
+        std::fprintf(stderr, "tensor map refused\n");
         return 1;
       }
     }
@@ -325,7 +311,7 @@ int main() {
       const int copy_bytes = probe.box_k * kRows * probe.steps_per_copy;
       variants.push_back({[&, probe, copies, copy_bytes](int set) {
         const CUtensorMap& map = probe.kind == Copy::k3d
-                                     ? (probe.steps_per_copy == 2 ? maps_3d[set] : maps_3d4[set])
+                                     ? (probe.steps_per_copy == 2 ? maps_3d2[set] : maps_3d4[set])
                                      : (probe.box_k == 128 ? maps_128[set] : maps_256[set]);
         int* table = nullptr;
         if (probe.sm_selection != 0) {
@@ -356,7 +342,7 @@ int main() {
           launch.shared_bytes = std::max<std::size_t>(launch.shared_bytes, 120 * 1024);
         }
         launch.cluster = dim3(probe.cluster_x, 1, 1);
-        check_cuda(launch_kernel(ring_stream_kernel, p, launch, bench_stream()), "launch");
+        check(launch_kernel(ring_stream_kernel, p, launch, bench_stream()), "launch");
       }});
       names.push_back(probe.name);
     }
