@@ -139,7 +139,7 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
   const std::int64_t row_blocks = (n + kRows - 1) / kRows;
   const std::int64_t steps = (k + kStepK - 1) / kStepK;
   // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
-  // At least two stages: the kernel runs a step's wgmma while the previous stage is refilled.
+  // At least two stages: one is in flight while the other is read.
   int forced_cluster = 0, forced_stages = 0;
   if (const char* text = std::getenv("LOWBIT_GEMV_TMA_PLAN")) {
     if (std::sscanf(text, "%dx%d", &forced_cluster, &forced_stages) != 2 ||
