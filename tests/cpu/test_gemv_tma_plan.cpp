@@ -141,8 +141,9 @@ TEST(GemvTmaPlan, TrimsTheSplitToBlocksThatGetSteps) {
   EXPECT_EQ(choose_plan(64, 16 * 128, 1, 132).cluster, 8);  // 16 steps: 8 blocks of 2
 }
 
-// Asked for under programmatic dependent launch, up to 4 token tiles: the deepest ring that
-// keeps every block (cluster) resident, where a block has >= 12 steps; elsewhere the stream's.
+// Asked for under programmatic dependent launch (kDeeper), up to 4 token tiles: the deepest ring
+// that keeps every block (cluster) resident, where a block has >= 12 steps; at one token tile,
+// blocks of 7-11 steps take 6 stages (the short blocks' ring); elsewhere the stream's.
 TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
   unsetenv("LOWBIT_GEMV_TMA_DEEP_RING");
@@ -150,19 +151,22 @@ TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
     for (const Shape& s : kShapes) {
       for (int tiles : {1, 2, 4, 8}) {
         const Plan stream = choose_plan(s.n, s.k, tiles, sm_count);
-        const Plan dependent = choose_plan(s.n, s.k, tiles, sm_count, true);
+        const Plan dependent = choose_plan(s.n, s.k, tiles, sm_count, DependentRing::kDeeper);
         SCOPED_TRACE(::testing::Message() << "N=" << s.n << " K=" << s.k << " tiles=" << tiles
                                           << " SMs=" << sm_count);
         EXPECT_EQ(dependent.cluster, stream.cluster);
         const std::int64_t row_blocks = (s.n + kRows - 1) / kRows;
         const std::int64_t steps = (s.k + kStepK - 1) / kStepK;
         const std::int64_t mine = (steps + stream.cluster - 1) / stream.cluster;
-        if (tiles > kDeepRingMaxTokenTiles || mine < kDeepRingMinSteps) {
+        const bool short_ring =
+            tiles == 1 && mine >= kShortRingMinSteps && mine < kDeepRingMinSteps;
+        if (!short_ring && (tiles > kDeepRingMaxTokenTiles || mine < kDeepRingMinSteps)) {
           EXPECT_EQ(dependent.stages, stream.stages);
           continue;
         }
         EXPECT_GE(dependent.stages, stream.stages);
-        EXPECT_LE(dependent.stages, kMaxStages);
+        EXPECT_LE(dependent.stages, short_ring ? std::max(kShortRingStages, stream.stages)
+                                               : kMaxStages);
         if (dependent.stages > stream.stages) {  // resident with the receive area counted
           const int per_sm = blocks_per_sm(dependent.stages, tiles, 0, dependent.cluster);
           if (dependent.cluster == 1) {
@@ -176,20 +180,47 @@ TEST(GemvTmaPlan, DeeperRingUnderDependentLaunch) {
   }
   // H200 (docs/perf/block_gemm.md): o_proj 8 stages up to M = 32; q_b 8, 7, 6 at M = 1, 16,
   // 32; gate_up 7 and 6 at M = 1 and 16 (8 would leave clusters of 4 for a second wave), 4 at
-  // M = 32; down (8 steps per block) and kv_a (7) unchanged; no change at M = 64.
-  EXPECT_EQ(choose_plan(7168, 16384, 1, 132, true).stages, 8);
-  EXPECT_EQ(choose_plan(7168, 16384, 4, 132, true).stages, 8);
-  EXPECT_EQ(choose_plan(24576, 1536, 1, 132, true).stages, 8);
-  EXPECT_EQ(choose_plan(24576, 1536, 2, 132, true).stages, 7);
-  EXPECT_EQ(choose_plan(24576, 1536, 4, 132, true).stages, 6);
-  EXPECT_EQ(choose_plan(24576, 1536, 8, 132, true).stages, kDefaultStages);
-  EXPECT_EQ(choose_plan(4096, 7168, 1, 132, true).stages, 7);
-  EXPECT_EQ(choose_plan(4096, 7168, 2, 132, true).stages, 6);
-  EXPECT_EQ(choose_plan(7168, 2048, 1, 132, true).stages, kDefaultStages);
-  EXPECT_EQ(choose_plan(576, 7168, 1, 132, true).stages, kDefaultStages);
+  // M = 32; no change at M = 64. H100, refill-first: down (8 steps per block) and kv_a (7) 6
+  // stages at M = 1, the stream's at M = 16.
+  EXPECT_EQ(choose_plan(7168, 16384, 1, 132, DependentRing::kDeeper).stages, 8);
+  EXPECT_EQ(choose_plan(7168, 16384, 4, 132, DependentRing::kDeeper).stages, 8);
+  EXPECT_EQ(choose_plan(24576, 1536, 1, 132, DependentRing::kDeeper).stages, 8);
+  EXPECT_EQ(choose_plan(24576, 1536, 2, 132, DependentRing::kDeeper).stages, 7);
+  EXPECT_EQ(choose_plan(24576, 1536, 4, 132, DependentRing::kDeeper).stages, 6);
+  EXPECT_EQ(choose_plan(24576, 1536, 8, 132, DependentRing::kDeeper).stages, kDefaultStages);
+  EXPECT_EQ(choose_plan(4096, 7168, 1, 132, DependentRing::kDeeper).stages, 7);
+  EXPECT_EQ(choose_plan(4096, 7168, 2, 132, DependentRing::kDeeper).stages, 6);
+  EXPECT_EQ(choose_plan(7168, 2048, 1, 132, DependentRing::kDeeper).stages, kShortRingStages);
+  EXPECT_EQ(choose_plan(576, 7168, 1, 132, DependentRing::kDeeper).stages, kShortRingStages);
+  EXPECT_EQ(choose_plan(7168, 2048, 2, 132, DependentRing::kDeeper).stages, kDefaultStages);
+  EXPECT_EQ(choose_plan(576, 7168, 2, 132, DependentRing::kDeeper).stages, kDefaultStages);
   setenv("LOWBIT_GEMV_TMA_DEEP_RING", "0", 1);
-  EXPECT_EQ(choose_plan(7168, 16384, 1, 132, true).stages, kDefaultStages);
+  EXPECT_EQ(choose_plan(7168, 16384, 1, 132, DependentRing::kDeeper).stages, kDefaultStages);
+  EXPECT_EQ(choose_plan(7168, 2048, 1, 132, DependentRing::kDeeper).stages, kDefaultStages);
   unsetenv("LOWBIT_GEMV_TMA_DEEP_RING");
+}
+
+// scaled_mm under PDL (kShortBlocks): only the short blocks' ring, at one token tile, where every
+// block stays resident.
+TEST(GemvTmaPlan, ShortBlocksRingUnderDependentLaunch) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  unsetenv("LOWBIT_GEMV_TMA_DEEP_RING");
+  const auto stages = [](std::int64_t n, std::int64_t k, int tiles) {
+    return choose_plan(n, k, tiles, 132, DependentRing::kShortBlocks).stages;
+  };
+  EXPECT_EQ(stages(4096, 4096, 1), kShortRingStages);    // 4 x 8 steps
+  EXPECT_EQ(stages(7168, 2048, 1), kShortRingStages);    // 2 x 8
+  EXPECT_EQ(stages(5120, 5120, 1), kShortRingStages);    // 4 x 10
+  EXPECT_EQ(stages(4096, 4096, 2), kDefaultStages);      // 16 tokens: the stream's
+  EXPECT_EQ(stages(14336, 4096, 1), kDefaultStages);     // 32 steps: no long blocks' ring
+  EXPECT_EQ(stages(18432, 7168, 1), kDefaultStages);
+  EXPECT_EQ(stages(32768, 512, 1), kDefaultStages);      // 4 steps
+  // 384 blocks of 8 steps in clusters of 4: 6 stages leave every cluster resident on 132 SMs
+  // (7 did not: 13.6 us against 9.8 under graph + PDL, H100).
+  const Plan wide = choose_plan(6144, 4096, 1, 132, DependentRing::kShortBlocks);
+  EXPECT_EQ(wide.cluster, 4);
+  EXPECT_LE(wide.stages, kShortRingStages);
+  EXPECT_LE(96, resident_clusters(blocks_per_sm(wide.stages, 1, 0, wide.cluster), 4, 132));
 }
 
 TEST(GemvTmaPlan, EnvironmentOverridesForTuning) {
@@ -215,13 +246,13 @@ TEST(GemvTmaPlan, WeightsReadOnceUnlessSwitchedOff) {
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
   unsetenv("LOWBIT_GEMV_TMA_STREAM_HINTS");
   EXPECT_TRUE(choose_plan(18432, 7168, 1, 132).weights_read_once);
-  EXPECT_TRUE(choose_plan(4096, 4096, 8, 132, true).weights_read_once);
+  EXPECT_TRUE(choose_plan(4096, 4096, 8, 132, DependentRing::kDeeper).weights_read_once);
   setenv("LOWBIT_GEMV_TMA_PLAN", "2x4", 1);
   EXPECT_TRUE(choose_plan(4096, 4096, 1, 132).weights_read_once);
   unsetenv("LOWBIT_GEMV_TMA_PLAN");
   setenv("LOWBIT_GEMV_TMA_STREAM_HINTS", "0", 1);
   EXPECT_FALSE(choose_plan(18432, 7168, 1, 132).weights_read_once);
-  EXPECT_FALSE(choose_plan(4096, 4096, 8, 132, true).weights_read_once);
+  EXPECT_FALSE(choose_plan(4096, 4096, 8, 132, DependentRing::kDeeper).weights_read_once);
   unsetenv("LOWBIT_GEMV_TMA_STREAM_HINTS");
 }
 

@@ -118,12 +118,24 @@ inline bool weights_stream_hinted() { return !switched_off("LOWBIT_GEMV_TMA_STRE
 // a ring of up to 4 stages, shallower when that keeps every block resident.
 //
 // Under programmatic dependent launch a block requests its ring's weights before it waits for
-// the previous kernel, so a deeper ring starts more of the stream early. With
-// `deep_ring_for_dependent_launch` (block_fp8_mm's launches under PDL): at up to 4 token tiles
-// (M <= 32), where a block has at least kDeepRingMinSteps steps, up to kMaxStages stages that
-// keep every block (every cluster) resident. scaled_mm does not ask: there it measured 0.4-1.5
-// us slower on two of four weights at M = 1 (docs/perf/block_gemm.md, "Deeper rings under
-// PDL").
+// the previous kernel, so a deeper ring starts more of the stream early. What a launch under PDL
+// asks for (DependentRing):
+// - kDeeper (block_fp8_mm): at up to 4 token tiles (M <= 32), where a block has at least
+//   kDeepRingMinSteps steps, up to kMaxStages stages that keep every block (every cluster)
+//   resident; and the short blocks' ring below. scaled_mm does not take the long blocks' ring:
+//   with the ring's earlier order it measured 0.4-1.5 us slower on two of four weights at M = 1
+//   (docs/perf/block_gemm.md, "Deeper rings under PDL"), and with refill-first 18432 x 7168 ran
+//   slower with 5-6 stages than with 4 (H100).
+// - kShortBlocks (scaled_mm): at one token tile (M <= 8), where a block has
+//   kShortRingMinSteps..kDeepRingMinSteps - 1 steps, kShortRingStages stages where every block
+//   stays resident (else the deepest that does). Measured on an H100 with refill-first
+//   (docs/perf/scaled_gemm.md, "Refill first"), 6 stages against 4 under graph + PDL at M = 1:
+//   4096 x 4096 -2%, 7168 x 2048 -5%, 6144 x 4096 -5%, 5120 x 5120 -14%, block_fp8_mm's down
+//   -8%, q_a+kv_a -16%, kv_a -9%; at M = 16 q_a+kv_a and down ran 1-4% slower, and all of a
+//   block's steps in the ring (8 of 8) lost to 6 and 7. On a stream deeper rings gained nothing.
+enum class DependentRing { kStream, kShortBlocks, kDeeper };
+inline constexpr int kShortRingMinSteps = 7;
+inline constexpr int kShortRingStages = 6;
 inline constexpr int kDeepRingMinSteps = 12;
 
 // Measured on an H200 (docs/perf/scaled_gemm.md, "Host cost and a 64 x 64 tile"): at 32 tokens
@@ -135,7 +147,7 @@ inline constexpr int kMinStepsBase = 8;
 inline constexpr int kDeepRingMaxTokenTiles = 4;
 
 inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_count,
-                        bool deep_ring_for_dependent_launch = false) {
+                        DependentRing dependent_ring = DependentRing::kStream) {
   const std::int64_t row_blocks = (n + kRows - 1) / kRows;
   const std::int64_t steps = (k + kStepK - 1) / kStepK;
   // LOWBIT_GEMV_TMA_PLAN=<cluster>x<stages> overrides the choice (for tuning measurements).
@@ -183,16 +195,22 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
     // M = 1, 1.1-2.1 us at M = 16, 0-0.3 us at M = 32; 8 stages lost where they would hold all
     // of a block's 7-8 steps, and on a stream deeper rings gained nothing.
     // LOWBIT_GEMV_TMA_DEEP_RING=0 keeps the stream's ring.
-    if (deep_ring_for_dependent_launch && token_tiles <= kDeepRingMaxTokenTiles &&
-        mine >= kDeepRingMinSteps && !switched_off("LOWBIT_GEMV_TMA_DEEP_RING")) {
-      const auto resident = [&](int stages) {  // clusters: with the receive area counted
-        return plan.cluster == 1
-                   ? blocks <= std::int64_t{blocks_per_sm(stages, token_tiles)} * sm_count
-                   : pushed_sums_fit(stages, token_tiles, 0, plan.cluster, row_blocks, sm_count);
-      };
-      int stages = kMaxStages;
+    const auto resident = [&](int stages) {  // clusters: with the receive area counted
+      return plan.cluster == 1
+                 ? blocks <= std::int64_t{blocks_per_sm(stages, token_tiles)} * sm_count
+                 : pushed_sums_fit(stages, token_tiles, 0, plan.cluster, row_blocks, sm_count);
+    };
+    const auto deepest_resident = [&](int stages) {
       while (stages > plan.stages && !resident(stages)) --stages;
-      plan.stages = stages;
+      return std::max(stages, plan.stages);
+    };
+    const bool deeper = !switched_off("LOWBIT_GEMV_TMA_DEEP_RING");
+    if (deeper && dependent_ring == DependentRing::kDeeper &&
+        token_tiles <= kDeepRingMaxTokenTiles && mine >= kDeepRingMinSteps) {
+      plan.stages = deepest_resident(kMaxStages);
+    } else if (deeper && dependent_ring != DependentRing::kStream && token_tiles == 1 &&
+               mine >= kShortRingMinSteps && mine < kDeepRingMinSteps) {
+      plan.stages = deepest_resident(kShortRingStages);
     }
   }
   // Pushed sums end a K split ~1.5 us sooner than two cluster barriers (H200), but the receive

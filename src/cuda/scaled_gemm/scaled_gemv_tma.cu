@@ -39,7 +39,9 @@ template <typename Acc, typename Out, int kTiles>
 cudaError_t launch_tiles(const ScaledGemmProblem& p, cudaStream_t stream) {
   TmaParams params{};
   params.p = p;
-  params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count);
+  params.plan = gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count,
+                                      p.dependent_launch ? gemv_tma::DependentRing::kShortBlocks
+                                                         : gemv_tma::DependentRing::kStream);
   if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles,
                              params.plan)) {
     return cudaErrorInvalidValue;
