@@ -424,7 +424,8 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   // fewer in flight. Measured on an H100 (docs/perf/scaled_gemm.md, "Refill first"): with 3
   // stages the old order ran 14336 x 4096 in 26.6 us and this one in 24.6; at the plan's 4
   // stages this one is 1-2% faster on the small weights on a stream (7-8% under graph + PDL),
-  // 1-8% on block_fp8_mm's decode weights, but 3% slower on 18432 x 7168.
+  // 1-8% on block_fp8_mm's decode weights, but 3% slower on 18432 x 7168 (all before the
+  // refill's stage was passed in, which gained another 1-5% on an H200 on a stream).
   Acc acc[kValues];
   Acc sum[kValues];
 #pragma unroll
