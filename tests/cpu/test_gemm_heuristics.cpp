@@ -28,25 +28,36 @@ BlockGemmTile block_tile(std::int64_t m, std::int64_t n, std::int64_t k, bool fp
   return lowbit::cuda::choose_block_fp8_gemm_config(m, n, k, true, 4, fp32).tile;
 }
 
-TEST(ScaledGemmHeuristics, SeventeenToThirtyTwoTokensByWaveUse) {
-  // 64 x 16 in one wave of >= 3/4 of the SMs (7168: 112 tiles); not at 80 tiles (5120).
-  EXPECT_EQ(scaled_tile(32, 7168, 18432), ScaledGemmTile::kSwap64x16);
-  EXPECT_EQ(scaled_tile(32, 5120, 25600), ScaledGemmTile::kGemvTma);
-  EXPECT_EQ(scaled_tile(32, 5120, 8192), ScaledGemmTile::kGemvTma);
-  // 128 x 32 where its tiles fill >= 60% of their waves: 112, 80, 224, 200 tiles.
-  EXPECT_EQ(scaled_tile(32, 14336, 4096), ScaledGemmTile::kSwap128x32);
-  EXPECT_EQ(scaled_tile(32, 10240, 8192), ScaledGemmTile::kSwap128x32);
-  EXPECT_EQ(scaled_tile(24, 28672, 8192), ScaledGemmTile::kSwap128x32);
-  EXPECT_EQ(scaled_tile(32, 25600, 5120), ScaledGemmTile::kSwap128x32);
-  // 144 tiles (1.09 waves) lost to the GEMV.
-  EXPECT_EQ(scaled_tile(32, 18432, 7168), ScaledGemmTile::kGemvTma);
-  EXPECT_EQ(scaled_tile(16, 18432, 7168), ScaledGemmTile::kGemvTma);
-  // The same rule from 9 tokens for fp8; int8 keeps the TMA GEMV up to 16.
-  EXPECT_EQ(scaled_tile(9, 7168, 18432), ScaledGemmTile::kSwap64x16);
-  EXPECT_EQ(scaled_tile(16, 14336, 4096), ScaledGemmTile::kSwap128x32);
+TEST(ScaledGemmHeuristics, NineToThirtyTwoTokensOnTheTmaGemv) {
+  // Weights over 32 MiB, both dtypes, on a stream: the TMA GEMV (thirty-seventh session).
+  const std::int64_t weights[][2] = {{7168, 18432}, {5120, 25600}, {5120, 8192},
+                                     {14336, 4096}, {10240, 8192}, {28672, 8192},
+                                     {25600, 5120}, {18432, 7168}};
+  for (const auto& w : weights) {
+    for (std::int64_t m : {9, 16, 24, 32}) {
+      EXPECT_EQ(scaled_tile(m, w[0], w[1]), ScaledGemmTile::kGemvTma) << w[0] << "x" << w[1];
+      EXPECT_EQ(scaled_tile(m, w[0], w[1], DType::kInt8), ScaledGemmTile::kGemvTma)
+          << w[0] << "x" << w[1];
+    }
+  }
+  // fp8 under PDL: 128 x 32 where K > 4096 and its tiles fill >= 60% of their waves (80, 224,
+  // 200 tiles); not on 7168 x 18432 (one wave of 64 x 16), 14336 x 4096 (K = 4096) or 18432 x
+  // 7168 (144 tiles, 1.09 waves).
+  for (std::int64_t m : {9, 16, 24, 32}) {
+    EXPECT_EQ(scaled_tile(m, 10240, 8192, DType::kFP8E4M3, true), ScaledGemmTile::kSwap128x32);
+    EXPECT_EQ(scaled_tile(m, 28672, 8192, DType::kFP8E4M3, true), ScaledGemmTile::kSwap128x32);
+    EXPECT_EQ(scaled_tile(m, 25600, 5120, DType::kFP8E4M3, true), ScaledGemmTile::kSwap128x32);
+    EXPECT_EQ(scaled_tile(m, 7168, 18432, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
+    EXPECT_EQ(scaled_tile(m, 14336, 4096, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
+    EXPECT_EQ(scaled_tile(m, 18432, 7168, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
+  }
+  // 4096-wide weights over 32 MiB: fp8 on the TMA GEMV to 16 tokens, then 64 x 16; int8 from 17.
+  EXPECT_EQ(scaled_tile(16, 4096, 14336), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(16, 4096, 14336, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(24, 4096, 14336), ScaledGemmTile::kSwap64x16);
+  EXPECT_EQ(scaled_tile(16, 4096, 14336, DType::kInt8), ScaledGemmTile::kGemvTma);
+  EXPECT_EQ(scaled_tile(17, 4096, 14336, DType::kInt8), ScaledGemmTile::kSwap64x16);
   EXPECT_EQ(scaled_tile(8, 14336, 4096), ScaledGemmTile::kGemvTma);
-  EXPECT_EQ(scaled_tile(16, 7168, 18432, DType::kInt8), ScaledGemmTile::kGemvTma);
-  EXPECT_EQ(scaled_tile(16, 14336, 4096, DType::kInt8), ScaledGemmTile::kGemvTma);
 }
 
 TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
@@ -62,38 +73,35 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
       EXPECT_EQ(scaled_tile(m, w[0], w[1], DType::kInt8), int8) << w[0] << "x" << w[1];
     }
   }
-  // 9-16 tokens on the 4096-wide weights: the swapped tile (fp8), int8's split-K GEMV.
+  // 9-16 tokens on the 4096-wide weights: the swapped tile (fp8 on a stream), int8's split-K
+  // GEMV; fp8 under PDL the TMA GEMV.
   EXPECT_EQ(scaled_tile(16, 4096, 4096), ScaledGemmTile::kSwap64x16);
   EXPECT_EQ(scaled_tile(16, 4096, 4096, DType::kInt8), ScaledGemmTile::kGemvSplitK);
-  // 9-16 tokens on wider small weights: 128 x 32 where it has >= 48 channel tiles, except
-  // int8 at K = 2048 (split-K); the 5120-wide weights keep the GEMVs' choice.
-  for (std::int64_t m : {9, 12, 16}) {
+  EXPECT_EQ(scaled_tile(12, 4096, 4096, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
+  // 9-32 tokens on wider small weights: the TMA GEMV, except int8's split-K GEMV at K = 2048
+  // up to 16 tokens, and fp8 under PDL from 17 tokens (128 x 32).
+  for (std::int64_t m : {9, 12, 16, 24, 32}) {
     for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
-      EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype), ScaledGemmTile::kSwap128x32) << m;
-      EXPECT_EQ(scaled_tile(m, 6144, 3072, dtype), ScaledGemmTile::kSwap128x32) << m;
+      EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype), ScaledGemmTile::kGemvTma) << m;
+      EXPECT_EQ(scaled_tile(m, 6144, 3072, dtype), ScaledGemmTile::kGemvTma) << m;
       EXPECT_EQ(scaled_tile(m, 5120, 4096, dtype), ScaledGemmTile::kGemvTma) << m;
       EXPECT_EQ(scaled_tile(m, 5120, 5120, dtype), ScaledGemmTile::kGemvTma) << m;
+      EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype, true),
+                m > 16 && dtype == DType::kFP8E4M3 ? ScaledGemmTile::kSwap128x32
+                                                   : ScaledGemmTile::kGemvTma)
+          << m;
     }
-    EXPECT_EQ(scaled_tile(m, 7168, 2048), ScaledGemmTile::kSwap128x32) << m;
-    EXPECT_EQ(scaled_tile(m, 8192, 2048), ScaledGemmTile::kSwap128x32) << m;
-    EXPECT_EQ(scaled_tile(m, 7168, 2048, DType::kInt8), ScaledGemmTile::kGemvSplitK) << m;
-    EXPECT_EQ(scaled_tile(m, 8192, 2048, DType::kInt8), ScaledGemmTile::kGemvSplitK) << m;
+    EXPECT_EQ(scaled_tile(m, 7168, 2048), ScaledGemmTile::kGemvTma) << m;
+    EXPECT_EQ(scaled_tile(m, 8192, 2048), ScaledGemmTile::kGemvTma) << m;
+    const ScaledGemmTile int8_k2048 = m <= 16 ? ScaledGemmTile::kGemvSplitK : ScaledGemmTile::kGemvTma;
+    EXPECT_EQ(scaled_tile(m, 7168, 2048, DType::kInt8), int8_k2048) << m;
+    EXPECT_EQ(scaled_tile(m, 8192, 2048, DType::kInt8), int8_k2048) << m;
   }
-  // Under PDL fp8 keeps gemv_tma there (it requests weights before the wait); int8 unmeasured.
-  for (std::int64_t m : {9, 12, 16}) {
-    for (std::int64_t n : {6144, 7168, 8192}) {
-      const std::int64_t k = n == 6144 ? 4096 : 2048;
-      EXPECT_EQ(scaled_tile(m, n, k, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma) << n;
-    }
-    EXPECT_EQ(scaled_tile(m, 6144, 4096, DType::kInt8, true), ScaledGemmTile::kSwap128x32);
-    EXPECT_EQ(scaled_tile(m, 4096, 4096, DType::kFP8E4M3, true), ScaledGemmTile::kSwap64x16);
-  }
-  // 17-32 tokens: the swapped tiles, 64 x 16 where its pairs fit, else 128 x 32.
+  // 17-32 tokens where the pairs fit: 64 x 16, both dtypes, with or without PDL.
   for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
-    EXPECT_EQ(scaled_tile(24, 4096, 4096, dtype), ScaledGemmTile::kSwap64x16);
-    EXPECT_EQ(scaled_tile(24, 6144, 4096, dtype), ScaledGemmTile::kSwap128x32);
-    EXPECT_EQ(scaled_tile(32, 7168, 2048, dtype), ScaledGemmTile::kSwap128x32);
-    EXPECT_EQ(scaled_tile(32, 5120, 5120, dtype), ScaledGemmTile::kSwap128x32);
+    for (bool programmatic : {false, true}) {
+      EXPECT_EQ(scaled_tile(24, 4096, 4096, dtype, programmatic), ScaledGemmTile::kSwap64x16);
+    }
   }
 }
 

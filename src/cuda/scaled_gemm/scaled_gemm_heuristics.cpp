@@ -1,11 +1,11 @@
-// Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor,
-// and the swapped tiles (weights as CUTLASS's A) stream it where their channel width makes
-// about one tile per SM: where every 64-channel tile's pair of token tiles has SMs of its own,
-// 9-64 tokens (int8 17-64) take 64 x 16 / 64 x 32 tiles whose token tiles share the weights by
-// multicast; at 9-32 tokens (int8 17-32) weights over 32 MiB take 64 x 16 (one wave of >= 3/4
-// of the SMs) or 128 x 32 (waves >= 60% full), smaller ones 128 x 32 (at 9-16 tokens where it
-// has >= 48 channel tiles, not for fp8 under PDL); at 33-64 tokens 64 x 64 (192 x 64 where
-// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile.
+// Configuration choice of the scaled GEMM. Up to M = 64 tokens the weight stream is the floor.
+// At 9-32 tokens the TMA-fed GEMV streams it (since its refill-first loop, thirty-seventh
+// session), except: the 4096-wide weights, where every 64-channel tile's pair of token tiles
+// has SMs of its own, take 64 x 16 tiles whose token tiles share the weights by multicast (fp8
+// from 9 tokens on small weights on a stream, else from 17; int8 from 17); and fp8 under PDL
+// takes 128 x 32 on small weights at 17-32 tokens and where K > 4096 and its waves are >= 60%
+// full. At 33-64 tokens 64 x 64 (192 x 64 where long K needs 192 channels for one wave), their
+// channel-tile pairs sharing the token tile; 64 x 32 on the 4096-wide weights.
 // Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one for
 // int8 on small weights with K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048;
 // else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs
@@ -179,49 +179,47 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // against 22.4; 4096 x 4096: 10.6 against 11.8).
     const bool pairs_fit = 2 * tiles(n, 64) <= sm_count;
     const std::int64_t first_swap_tokens = int8 ? 17 : 9;
-    if (pairs_fit && m >= first_swap_tokens && m <= 64) {
+    // Thirty-seventh session, H200 (one process; forced configurations on a stream and under
+    // graph + PDL, docs/perf/scaled_gemm.md, "gemv_tma at 9-32 tokens after refill-first"):
+    // since its refill-first loop gemv_tma streams 9-32 tokens faster than the swapped tiles on
+    // most weights. fp8 at 12 / 16 tokens on a 4096-wide weight over 32 MiB, µs: 4096 x 14336
+    // 18.46 / 18.45 against swap64x16's 19.58 / 19.55 on a stream, 17.03 / 17.42 against 17.29 /
+    // 17.42 under PDL; 4096 x 4096 under PDL 6.31 / 6.28 against 6.77 (on a stream it lost,
+    // 9.19 / 9.08 against 8.91 / 8.86, and at 24-32 tokens under PDL, 7.68 against 6.76).
+    const bool fp8_gemv_on_pairs = !int8 && m <= 16 && (!small_weight || programmatic);
+    if (pairs_fit && m >= first_swap_tokens && m <= 64 && !fp8_gemv_on_pairs) {
       config.tile = m <= 32 ? ScaledGemmTile::kSwap64x16 : ScaledGemmTile::kSwap64x32;
     } else if (int8_split_k && m <= 16 && (m <= 8 || pairs_fit || k <= 2048)) {
       config.tile = ScaledGemmTile::kGemvSplitK;
-    } else if (m <= 32 && m >= 9 && small_weight && !pairs_fit &&
-               (m > 16 || (tiles(n, 128) >= 48 && !fp8_under_pdl))) {
-      // 17-32 tokens on a small weight too wide for swap64x16's pairs: the 128 x 32 swapped
-      // tile. H200, both dtypes, us at 24 / 32 tokens against the previous choice (gemv_tma for
-      // fp8, split-K for int8 at K <= 4096): 6144 x 4096 fp8 11.78 / 11.68 against 12.41 /
-      // 12.36, int8 12.20 / 11.92 against 13.66 / 14.13; 7168 x 2048 fp8 8.74 / 8.66 against
-      // 9.57 / 9.50; 5120 x 5120 fp8 12.33 / 12.23 against 13.27 / 13.25.
-      // 9-16 tokens where it has >= 48 channel tiles (thirty-first session, two H200s, the
-      // slower one's µs at 12 / 16 tokens; this tile ran 7% faster on the other): fp8 6144 x
-      // 4096 11.96 / 11.96 against gemv_tma's 12.22 / 12.13, 6144 x 3072 10.07 / 10.06 against
-      // 10.65 / 10.56, 7168 x 2048 8.56 / 8.49 against 8.85 / 8.80, 8192 x 2048 9.15 / 9.01
-      // against 9.31 / 9.26; int8 6144 x 4096 11.99 / 11.94 against the split-K GEMV's 12.66 /
-      // 12.67, 6144 x 3072 10.17 / 10.32 against 11.54 / 11.62. The split-K GEMV keeps int8 at
-      // K = 2048 (7168 x 2048 8.46 / 8.50 against 8.86 / 9.12). The 5120-wide weights (40
-      // tiles) keep gemv_tma, 3-4% ahead on one machine and 4% behind on the other.
-      // Not for fp8 under programmatic dependent launch, where gemv_tma requests its first
-      // weight stages before the wait (thirty-second session, graph replay with PDL: 6144 x
-      // 4096 at 16 tokens 7.96 us against this tile's 10.11).
-      config.tile = ScaledGemmTile::kSwap128x32;
     } else if (m <= 32) {
-      // 17-32 tokens on a weight over 32 MiB: swapped tiles of one channel tile per CTA, where
-      // their waves keep the SMs busy (wave_use). 64 x 16 in one wave of >= 3/4 of the SMs:
-      // 7168 x 18432 ran 38.8 / 39.6 / 39.2 µs against gemv_tma's 39.8 / 40.7 / 40.4 (three
-      // runs); 5120-wide weights (80 tiles) lost, 5120 x 25600 50.4 against 40.6. Else 128 x 32
-      // in waves >= 60% full (cuBLASLt's kernel on 14336 x 4096): 14336 x 4096 20.0 against 21.0,
-      // 10240 x 8192 26.8 against 27.4, 28672 x 8192 (1.7 waves) 62.5 against 65.7; 18432 x
-      // 7168 (144 tiles, 1.09 waves) lost, 42.4-44.2 against 39.0-40.3, and 40 tiles (5120 x
-      // 25600) lost, 43.5 against 40.6. Else gemv_tma.
-      // From 9 tokens for fp8 (thirty-first session, µs at 12 / 16 tokens): 7168 x 18432 on
-      // swap64x16 37.84 / 37.63 against gemv_tma's 38.86 / 38.94, 14336 x 4096 on swap128x32
-      // 19.29 / 19.54 against 19.54 / 19.44. int8 from 17 (14336 x 4096 lost 2% at 9-16).
-      const bool wide = !small_weight && m >= first_swap_tokens;
-      if (wide && tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count) {
-        config.tile = ScaledGemmTile::kSwap64x16;
-      } else if (wide && wave_use(tiles(n, 128), sm_count) >= 0.6) {
-        config.tile = ScaledGemmTile::kSwap128x32;
-      } else {
-        config.tile = ScaledGemmTile::kGemvTma;
-      }
+      // 9-32 tokens (int8 17-32 where the pairs fit): gemv_tma. Same session, µs at 12 / 16 / 24
+      // / 32 tokens against the previous choice (swap128x32 on 14336 x 4096, 10240 x 8192,
+      // 28672 x 8192 and the small weights with >= 48 channel tiles, swap64x16 on 7168 x 18432),
+      // on a stream:
+      // - fp8: 14336 x 4096 17.56 / 17.43 / 17.90 / 17.80 against 18.98 / 19.16 / 18.92 / 19.00;
+      //   7168 x 18432 35.21 / 35.35 / 35.71 / 35.69 against 37.41 / 37.27 / 36.95 / 37.08;
+      //   10240 x 8192 24.17 / 23.77 / 25.31 / 24.77 against 25.17 / 25.37 / 26.19 / 25.93;
+      //   6144 x 4096 11.33 / 11.28 / 11.04 / 11.06 against 11.96 / 11.94 / 11.71 / 11.58;
+      //   7168 x 2048 8.09 / 8.07 / 8.47 / 8.51 against 8.62 / 8.54 / 8.50 / 8.53; 28672 x 8192
+      //   58.11 / 58.13 / 60.86 / 59.36 against 59.58 / 59.67 / 59.00 / 59.04 (lost at 24-32).
+      // - int8 at 24 / 32: 14336 x 4096 18.03 / 17.93 against 19.41 / 19.40, 5120 x 5120 11.76 /
+      //   11.76 against 12.46 / 12.43, 6144 x 4096 11.30 / 11.23 against 12.05 / 11.75.
+      // Under graph + PDL fp8 gained as much on 14336 x 4096 (15.59 / 15.51 / 16.65 / 16.47
+      // against 17.22 / 17.46 / 17.37 / 17.25) and 7168 x 18432 (33.70 / 34.34 / 34.13 / 34.15
+      // against 36.40 / 36.49 / 34.65 / 34.74), but lost where the swapped tiles stay:
+      // - small weights at 17-32 tokens: 6144 x 4096 9.62 / 9.78 against swap128x32's 9.21 /
+      //   9.26, 5120 x 5120 10.37 / 10.39 against 10.04 / 9.93;
+      // - K > 4096 where swap128x32's waves are >= 60% full: 10240 x 8192 26.54 / 26.57 / 23.49
+      //   / 22.97 against 23.14 / 23.22 / 23.69 / 23.48, 28672 x 8192 60.70 / 61.00 / 58.84 /
+      //   59.02 against 60.21 / 60.44 / 57.58 / 57.89.
+      // Earlier (thirty-first session, before refill-first) the swapped tiles had won these by
+      // 1-4% on a stream.
+      const bool wide_pdl_tile = fp8_under_pdl && !small_weight && k > 4096 &&
+                                 wave_use(tiles(n, 128), sm_count) >= 0.6 &&
+                                 !(tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count);
+      const bool small_pdl_tile = fp8_under_pdl && small_weight && !pairs_fit && m > 16;
+      config.tile = wide_pdl_tile || small_pdl_tile ? ScaledGemmTile::kSwap128x32
+                                                    : ScaledGemmTile::kGemvTma;
     } else if (m <= 64) {
       // One token tile: 64-channel tiles in 2x1 clusters that share it. Weights over 32 MiB, H200,
       // µs, two runs: 7168 x 18432 38.2 / 39.8 against gemv_tma's 41.3 / 43.2, 14336 x 4096
