@@ -50,6 +50,10 @@ TEST(ScaledGemmHeuristics, NineToThirtyTwoTokensOnTheTmaGemv) {
     EXPECT_EQ(scaled_tile(m, 7168, 18432, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
     EXPECT_EQ(scaled_tile(m, 14336, 4096, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
     EXPECT_EQ(scaled_tile(m, 18432, 7168, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
+    // K = 4096 with 128 x 32 tiles in two waves: that tile up to 16 tokens.
+    EXPECT_EQ(scaled_tile(m, 28672, 4096, DType::kFP8E4M3, true),
+              m <= 16 ? ScaledGemmTile::kSwap128x32 : ScaledGemmTile::kGemvTma);
+    EXPECT_EQ(scaled_tile(m, 28672, 4096), ScaledGemmTile::kGemvTma);
   }
   // 4096-wide weights over 32 MiB: fp8 on the TMA GEMV to 16 tokens, then 64 x 16; int8 from 17.
   EXPECT_EQ(scaled_tile(16, 4096, 14336), ScaledGemmTile::kGemvTma);

@@ -3,9 +3,10 @@
 // session), except: the 4096-wide weights, where every 64-channel tile's pair of token tiles
 // has SMs of its own, take 64 x 16 tiles whose token tiles share the weights by multicast (fp8
 // from 9 tokens on small weights on a stream, else from 17; int8 from 17); and fp8 under PDL
-// takes 128 x 32 on small weights at 17-32 tokens and where K > 4096 and its waves are >= 60%
-// full. At 33-64 tokens 64 x 64 (192 x 64 where long K needs 192 channels for one wave), their
-// channel-tile pairs sharing the token tile; 64 x 32 on the 4096-wide weights.
+// takes 128 x 32 on small weights at 17-32 tokens, and where its waves are >= 60% full and K >
+// 4096 (or, at 9-16 tokens, its tiles take two waves). At 33-64 tokens 64 x 64 (192 x 64 where
+// long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile;
+// 64 x 32 on the 4096-wide weights.
 // Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one for
 // int8 on small weights with K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048;
 // else the TMA-fed wgmma one). Up to M = 128 the 64-row pingpong tile keeps twice as many CTAs
@@ -211,12 +212,17 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       //   9.26, 5120 x 5120 10.37 / 10.39 against 10.04 / 9.93;
       // - K > 4096 where swap128x32's waves are >= 60% full: 10240 x 8192 26.54 / 26.57 / 23.49
       //   / 22.97 against 23.14 / 23.22 / 23.69 / 23.48, 28672 x 8192 60.70 / 61.00 / 58.84 /
-      //   59.02 against 60.21 / 60.44 / 57.58 / 57.89.
+      //   59.02 against 60.21 / 60.44 / 57.58 / 57.89;
+      // - at 9-16 tokens where the 128 x 32 tiles take two waves (28672 x 4096, H200 and H100:
+      //   33.08-33.57 against 32.41-32.54, 45.09-45.17 against 43.31-43.44; it won at 24-32).
+      // On an H100 (same A/B) the rule gained as much on the weights over 32 MiB, but on a
+      // stream lost 2% on 5120 x 5120 and 1-4% on 6144 x 3072 at 17-32 tokens (fp8).
       // Earlier (thirty-first session, before refill-first) the swapped tiles had won these by
       // 1-4% on a stream.
-      const bool wide_pdl_tile = fp8_under_pdl && !small_weight && k > 4096 &&
-                                 wave_use(tiles(n, 128), sm_count) >= 0.6 &&
-                                 !(tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count);
+      const bool wide_pdl_tile =
+          fp8_under_pdl && !small_weight && wave_use(tiles(n, 128), sm_count) >= 0.6 &&
+          !(tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count) &&
+          (k > 4096 || (m <= 16 && tiles(n, 128) > sm_count));
       const bool small_pdl_tile = fp8_under_pdl && small_weight && !pairs_fit && m > 16;
       config.tile = wide_pdl_tile || small_pdl_tile ? ScaledGemmTile::kSwap128x32
                                                     : ScaledGemmTile::kGemvTma;
