@@ -44,11 +44,10 @@ template <typename Out, int kTiles>
 cudaError_t launch_tiles(const BlockFp8GemmProblem& p, cudaStream_t stream) {
   TmaParams params{};
   params.p = p;
+  const gemv_tma::DependentRing ring =
+      p.dependent_launch ? gemv_tma::DependentRing::kDeeper : gemv_tma::DependentRing::kStream;
   params.plan = gemv_tma::stage_step_scales(
-      gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count,
-                            p.dependent_launch ? gemv_tma::DependentRing::kDeeper
-                                               : gemv_tma::DependentRing::kStream), p.n, p.k, kTiles,
-      p.sm_count);
+      gemv_tma::choose_plan(p.n, p.k, kTiles, p.sm_count, ring), p.n, p.k, kTiles, p.sm_count);
   if (!gemv_tma::encode_maps(params.maps, p.b, p.n, p.ldb, p.a, p.m, p.lda, p.k, kTiles,
                              params.plan)) {
     return cudaErrorInvalidValue;

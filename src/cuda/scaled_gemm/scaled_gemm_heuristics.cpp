@@ -165,8 +165,8 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
     // an earlier rule gave the split-K GEMV M <= 16 on weights up to 32 MiB from 4096 x 4096
     // alone. int8's split-K GEMV is the faster one up to 16 tokens on weights up to 32 MiB where
     // K <= 4096 (4096 x 4096: 8.0 against 9.1 us); at K = 5120 and 7168 it lost (5120 x 5120:
-    // 15.6 against 11.4), and from 17 tokens the swapped tiles beat it (below), at 9-16 tokens
-    // too where the pairs do not fit and K >= 3072 (below).
+    // 15.6 against 11.4), and from 17 tokens the swapped tile or gemv_tma beat it (below), at
+    // 9-16 tokens too where the pairs do not fit and K >= 3072 (gemv_tma, below).
     const bool small_weight = n * k <= (std::int64_t{32} << 20);
     const bool int8 = ab_dtype == DType::kInt8;
     const bool fp8_under_pdl = programmatic && !int8;
