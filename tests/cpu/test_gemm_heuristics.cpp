@@ -3,6 +3,7 @@
 // without a GPU so that a rule edit that moves a measured choice fails here first.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 
@@ -83,20 +84,26 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
   EXPECT_EQ(scaled_tile(16, 4096, 4096, DType::kInt8), ScaledGemmTile::kGemvSplitK);
   EXPECT_EQ(scaled_tile(12, 4096, 4096, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma);
   // 9-32 tokens on wider small weights: the TMA GEMV, except int8's split-K GEMV at K = 2048
-  // up to 16 tokens, and fp8 under PDL from 17 tokens (128 x 32).
+  // up to 16 tokens, and fp8 under PDL from 17 tokens on weights over 27 MiB (128 x 32), where
+  // the TMA GEMV would not let the next kernel launch at once.
   for (std::int64_t m : {9, 12, 16, 24, 32}) {
     for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
       EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype), ScaledGemmTile::kGemvTma) << m;
       EXPECT_EQ(scaled_tile(m, 6144, 3072, dtype), ScaledGemmTile::kGemvTma) << m;
       EXPECT_EQ(scaled_tile(m, 5120, 4096, dtype), ScaledGemmTile::kGemvTma) << m;
       EXPECT_EQ(scaled_tile(m, 5120, 5120, dtype), ScaledGemmTile::kGemvTma) << m;
-      EXPECT_EQ(scaled_tile(m, 6144, 4096, dtype, true),
+      for (const auto& w : {std::array<std::int64_t, 2>{6144, 4096}, {5120, 5120}}) {
+        EXPECT_EQ(scaled_tile(m, w[0], w[1], dtype, true), ScaledGemmTile::kGemvTma)
+            << m << " " << w[0] << "x" << w[1];
+      }
+      EXPECT_EQ(scaled_tile(m, 7168, 4096, dtype, true),
                 m > 16 && dtype == DType::kFP8E4M3 ? ScaledGemmTile::kSwap128x32
                                                    : ScaledGemmTile::kGemvTma)
           << m;
     }
     EXPECT_EQ(scaled_tile(m, 7168, 2048), ScaledGemmTile::kGemvTma) << m;
     EXPECT_EQ(scaled_tile(m, 8192, 2048), ScaledGemmTile::kGemvTma) << m;
+    EXPECT_EQ(scaled_tile(m, 18432, 1536, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma) << m;
     const ScaledGemmTile int8_k2048 = m <= 16 ? ScaledGemmTile::kGemvSplitK : ScaledGemmTile::kGemvTma;
     EXPECT_EQ(scaled_tile(m, 7168, 2048, DType::kInt8), int8_k2048) << m;
     EXPECT_EQ(scaled_tile(m, 8192, 2048, DType::kInt8), int8_k2048) << m;

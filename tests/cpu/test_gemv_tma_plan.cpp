@@ -306,5 +306,31 @@ TEST(GemvTmaPlan, StagedStepScalesFitAndKeepBlocksResident) {
   unsetenv("LOWBIT_GEMV_TMA_STAGED_SCALES");
 }
 
+// Under PDL the next kernel may launch at once up to 16 tokens, and at 17-32 tokens behind a
+// deep ring or a weight of at most 27 MiB; after the main loop otherwise. The environment
+// switch forces either (for measurements).
+TEST(GemvTmaPlan, EarlyReleaseByTokensWeightAndRing) {
+  unsetenv("LOWBIT_GEMV_TMA_PLAN");
+  unsetenv("LOWBIT_GEMV_TMA_EARLY_RELEASE");
+  const DependentRing short_blocks = DependentRing::kShortBlocks;
+  for (int tiles : {1, 2}) EXPECT_TRUE(choose_plan(18432, 7168, tiles, 132).early_release);
+  EXPECT_TRUE(choose_plan(6144, 4096, 4, 132, short_blocks).early_release);
+  EXPECT_TRUE(choose_plan(18432, 1536, 4, 132, short_blocks).early_release);  // 27 MiB
+  EXPECT_FALSE(choose_plan(7168, 4096, 4, 132, short_blocks).early_release);  // 28 MiB
+  EXPECT_FALSE(choose_plan(14336, 4096, 4, 132, short_blocks).early_release);
+  EXPECT_TRUE(choose_plan(7168, 16384, 4, 132, DependentRing::kDeeper).early_release);
+  for (DependentRing ring : {short_blocks, DependentRing::kDeeper}) {
+    EXPECT_FALSE(choose_plan(4096, 4096, 8, 132, ring).early_release);
+    EXPECT_FALSE(choose_plan(4096, 7168, 8, 132, ring).early_release);
+  }
+  setenv("LOWBIT_GEMV_TMA_EARLY_RELEASE", "1", 1);
+  EXPECT_TRUE(choose_plan(18432, 7168, 8, 132).early_release);
+  setenv("LOWBIT_GEMV_TMA_EARLY_RELEASE", "0", 1);
+  EXPECT_FALSE(choose_plan(4096, 4096, 1, 132).early_release);
+  setenv("LOWBIT_GEMV_TMA_EARLY_RELEASE", "yes", 1);  // not a switch: the rule
+  EXPECT_TRUE(choose_plan(4096, 4096, 1, 132).early_release);
+  unsetenv("LOWBIT_GEMV_TMA_EARLY_RELEASE");
+}
+
 }  // namespace
 }  // namespace lowbit::cuda::gemv_tma

@@ -352,12 +352,9 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     }
   };
 
-  // When the next kernel (if launched with PDL) may start on the SMs this grid frees: at once up
-  // to 16 tokens, after the main loop above that. Measured on an H200 in graph replay with PDL,
-  // us: at M = 1, 7168 x 18432 36.2 at once, 38.4 after the loop; at M = 64, 18432 x 7168 41.1
-  // and 38.3, 7168 x 18432 42.3 and 41.7 (early dependents seem to crowd the SMs freed first).
-  constexpr bool kEarlyTrigger = kTiles <= 2;
-  if (kEarlyTrigger) allow_dependent_launch();
+  // When the next kernel (if launched with PDL) may start on the SMs this grid frees: the plan
+  // says (release_at_start).
+  if (plan.early_release) allow_dependent_launch();
   if (thread == 0) {
     prefetch_tensor_map(maps.weights);
     // Thread 0's expected bytes, plus one arrival per scale copy.
@@ -475,7 +472,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
     if (++s == stages) s = 0, phase ^= 1;
   }
 
-  if (!kEarlyTrigger) allow_dependent_launch();
+  if (!plan.early_release) allow_dependent_launch();
   if (sums_pushed) {
     // The others push their sums into the leader's receive area (or into its ring, once it says
     // every warp has read it) and are done; the leader waits for their bytes and adds them in

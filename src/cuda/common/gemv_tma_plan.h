@@ -60,6 +60,9 @@ struct Plan {
   // DRAM fetch) and to evict those lines first (weights_stream_hinted). The tokens, re-read by
   // every row block, keep the default hints.
   bool weights_read_once = true;
+  // Under programmatic dependent launch, the next kernel may launch as soon as this one starts
+  // (else after each block's main loop): see release_at_start().
+  bool early_release = false;
   // The cluster size that shared_bytes() sizes the leader's receive area for.
   int receiving_cluster() const { return push_sums ? cluster : 1; }
 };
@@ -109,6 +112,7 @@ inline bool switched_off(const char* name) {
 // LOWBIT_GEMV_TMA_STREAM_HINTS=0 keeps the defaults (for measurements).
 inline bool weights_stream_hinted() { return !switched_off("LOWBIT_GEMV_TMA_STREAM_HINTS"); }
 
+
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
 // at once with the same work, and that there are enough blocks to keep HBM busy; the weight
 // stream is shared, so blocks per SM need not be even, and more, smaller blocks lose to their
@@ -137,6 +141,27 @@ enum class DependentRing { kStream, kShortBlocks, kDeeper };
 inline constexpr int kShortRingMinSteps = 7;
 inline constexpr int kShortRingStages = 6;
 inline constexpr int kDeepRingMinSteps = 12;
+
+// Under PDL, whether the next kernel may launch as soon as this one starts (else after each
+// block's main loop): up to 16 tokens; at 17-32 tokens where the ring is deep (kDeeper) or the
+// weight is at most kEarlyReleaseMaxWeightBytes. The next kernel's blocks then start on the SMs
+// this grid leaves free and request their ring's first weights while it runs; behind a longer
+// stream those early blocks crowd the SMs that free up first. Measured on an H200 in graph
+// replay with PDL (docs/perf/scaled_gemm.md, "Where the next kernel launches, at 17-32
+// tokens"), us at 17-32 tokens, after the loop -> at start: scaled_mm 6144 x 4096 9.5-9.8 ->
+// 8.3, 7168 x 2048 6.9-7.0 -> 6.0-6.1, 18432 x 1536 (27 MiB) 9.5-9.9 -> 9.1-9.5, 4096 x 4096
+// 7.6 -> 7.1; but 7168 x 4096 (28 MiB) 10.5-10.7 -> 10.9-11.0, 14336 x 4096 16.6 -> 17.3,
+// 18432 x 7168 34.8-34.9 -> 38.9-39.4; block_fp8_mm (its deep ring) 3-14% faster at 24-32
+// tokens on five of DeepSeek-V3's seven weights (o_proj, 117 MB, 2.5-3.4%), the other two
+// unchanged. At 33-64 tokens block_fp8_mm's gate_up lost 21% (earlier, at M = 64: 18432 x 7168
+// 41.1 at start against 38.3 after the loop).
+inline constexpr std::int64_t kEarlyReleaseMaxWeightBytes = std::int64_t{27} << 20;
+inline bool releases_at_start(std::int64_t n, std::int64_t k, int token_tiles,
+                              DependentRing ring) {
+  if (token_tiles <= 2) return true;
+  return token_tiles <= 4 &&
+         (ring == DependentRing::kDeeper || n * k <= kEarlyReleaseMaxWeightBytes);
+}
 
 // Measured on an H200 (docs/perf/scaled_gemm.md, "Host cost and a 64 x 64 tile"): at 32 tokens
 // 4096 x 4096 ran 10.6-10.9 us with 2 blocks of 16 steps against 11.4 with 4 of 8; at 64 tokens
@@ -225,6 +250,12 @@ inline Plan choose_plan(std::int64_t n, std::int64_t k, int token_tiles, int sm_
   plan.push_into_ring =
       may_push && !plan.push_sums && sums_fit_ring(plan.stages, token_tiles, plan.cluster);
   plan.weights_read_once = weights_stream_hinted();
+  // LOWBIT_GEMV_TMA_EARLY_RELEASE=0 or 1 forces the release's place (for measurements).
+  const char* release = std::getenv("LOWBIT_GEMV_TMA_EARLY_RELEASE");
+  const bool forced_release =
+      release != nullptr && (release[0] == '0' || release[0] == '1') && release[1] == 0;
+  plan.early_release = forced_release ? release[0] == '1'
+                                      : releases_at_start(n, k, token_tiles, dependent_ring);
   return plan;
 }
 

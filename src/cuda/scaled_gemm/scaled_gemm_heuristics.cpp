@@ -23,6 +23,7 @@
 #include "scaled_gemm_config.h"
 #include "scaled_gemv_launch.h"
 #include "../../common/config_print.h"
+#include "../common/gemv_tma_plan.h"
 
 namespace lowbit::cuda {
 
@@ -223,7 +224,17 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
           fp8_under_pdl && !small_weight && wave_use(tiles(n, 128), sm_count) >= 0.6 &&
           !(tiles(n, 64) <= sm_count && 4 * tiles(n, 64) >= 3 * sm_count) &&
           (k > 4096 || (m <= 16 && tiles(n, 128) > sm_count));
-      const bool small_pdl_tile = fp8_under_pdl && small_weight && !pairs_fit && m > 16;
+      // Thirty-eighth session: where gemv_tma lets the next kernel launch as soon as it starts
+      // (gemv_tma::releases_at_start: weights up to 27 MiB), it beats the 128 x 32 tile under
+      // PDL on the small weights too. H200, graph + PDL, us at 20-32 tokens: 6144 x 4096 8.33
+      // against 9.03, 6144 x 3072 6.92 against 7.53, 7168 x 2048 6.05 against 6.40, 18432 x 1536
+      // 9.13 against 9.80, 5120 x 5120 9.43-9.54 against 9.72 (at 17 tokens 9.86-10.02 against
+      // 9.73); 8192 x 2048 6.88 against 6.78. 7168 x 4096 (28 MiB) keeps the tile (10.9-11.0
+      // against 9.8).
+      const bool tma_releases_at_start = gemv_tma::releases_at_start(
+          n, k, 4, gemv_tma::DependentRing::kShortBlocks);
+      const bool small_pdl_tile =
+          fp8_under_pdl && small_weight && !pairs_fit && m > 16 && !tma_releases_at_start;
       config.tile = wide_pdl_tile || small_pdl_tile ? ScaledGemmTile::kSwap128x32
                                                     : ScaledGemmTile::kGemvTma;
     } else if (m <= 64) {
