@@ -427,12 +427,13 @@ TEST(BlockFp8MmGpu, CudaGraphReplayWithNewInputs) {
 }
 
 TEST(BlockFp8MmGpu, ProgrammaticDependentLaunchWaitsForTheActivations) {
-  // Each decode kernel (forced in turn) behind a producer that writes A and As late.
+  // Each decode kernel (forced in turn) behind a producer that writes A and As late; 24
+  // tokens: gemv_tma lets the next kernel launch as soon as it starts (its deep ring).
   cudaStream_t stream;
   LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::uint64_t salt = 7700;
   for (const char* config : {"gemv_split_k", "gemv_tma", "decode32"}) {
-    for (const std::int64_t m : {1, 16}) {
+    for (const std::int64_t m : {1, 16, 24}) {
       const Problem p = make_problem(m, 4096, 7168, salt += 10);
       setenv("LOWBIT_BLOCK_GEMM", config, 1);
       // A plain run first loads the kernel's module, which would wait for the held producer.
