@@ -2,9 +2,9 @@
 // Included by sm90_nvfp4_gemv.cu only.
 //
 // A unit is one pass of up to 8 tokens over a (slot, tile) item: rounds_per_unit rounds of
-// kUnroll chunks. Block b owns items [b I / B, (b + 1) I / B); its units, in item order and
-// pass order within an item, form a stream of rounds that its warps split into four equal
-// contiguous shares. A warp runs its share with one window across units (the next unit's first
+// kUnroll chunks. The blocks own consecutive runs of floor(I / B) items (the first I % B blocks
+// one more); a block's units, in item order and pass order within an item, form a stream of
+// rounds that its warps split into four equal contiguous shares. A warp runs its share with one window across units (the next unit's first
 // half-round is requested while the current unit's last half is computed), so a warp waits for
 // memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
 // down at M = 1: 3584 items of 32 chunks on 2112 warps left a third of the warps idle for the
@@ -66,36 +66,41 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
   __shared__ float owned[kGemvWarpsPerBlock][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   StreamState& st = state[warp];
-  const std::int64_t tiles = p.rows / 16, items = tiles * p.slots;
+  // 32-bit positions (balanced_stream_fits bounds every count below 2^31): this start runs
+  // before the first weights are requested, and 64-bit divisions made it ~350 instructions a
+  // warp longer (ncu, thirty-eighth session).
+  const int tiles = static_cast<int>(p.rows / 16), items = tiles * static_cast<int>(p.slots);
   const int rounds_per_unit = static_cast<int>(p.cols / 64 / kUnroll);
-  const std::int64_t item_begin = blockIdx.x * items / gridDim.x;
-  const std::int64_t item_end = (blockIdx.x + 1) * items / gridDim.x;
+  const int blocks = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
+  const int share = items / blocks, extra = items % blocks;
+  const int item_begin = block * share + min(block, extra);
+  const int item_end = item_begin + share + (block < extra ? 1 : 0);
   // The block's rounds, slot by slot (a block's items span one or a few slots).
-  std::int64_t total = 0;
-  for (std::int64_t item = item_begin; item < item_end;) {
-    const std::int64_t slot = item / tiles;
-    const std::int64_t slot_end = min(item_end, (slot + 1) * tiles);
+  int total = 0;
+  for (int item = item_begin; item < item_end;) {
+    const int slot = item / tiles;
+    const int slot_end = min(item_end, (slot + 1) * tiles);
     total += (slot_end - item) * slot_info(p, slot).passes * rounds_per_unit;
     item = slot_end;
   }
-  const int round_begin = static_cast<int>(warp * total / kGemvWarpsPerBlock);
-  const int round_end = static_cast<int>((warp + 1) * total / kGemvWarpsPerBlock);
+  const int round_begin = static_cast<int>(std::int64_t{warp} * total / kGemvWarpsPerBlock);
+  const int round_end = static_cast<int>(std::int64_t{warp + 1} * total / kGemvWarpsPerBlock);
   if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
   if (round_begin < round_end) {
     // The unit holding round_begin, and the round k within it.
     int k = 0;
     if (lane == 0) {
-      std::int64_t position = 0;
-      for (std::int64_t item = item_begin;;) {
-        const std::int64_t slot = item / tiles;
-        const std::int64_t slot_end = min(item_end, (slot + 1) * tiles);
+      int position = 0;
+      for (int item = item_begin;;) {
+        const int slot = item / tiles;
+        const int slot_end = min(item_end, (slot + 1) * tiles);
         const SlotInfo info = slot_info(p, slot);
-        const std::int64_t rounds = (slot_end - item) * info.passes * rounds_per_unit;
+        const int rounds = (slot_end - item) * info.passes * rounds_per_unit;
         if (round_begin < position + rounds) {
-          const std::int64_t unit = (round_begin - position) / rounds_per_unit;
-          k = static_cast<int>((round_begin - position) % rounds_per_unit);
-          st.walk = UnitWalker{static_cast<int>(slot), static_cast<int>(item % tiles + unit / info.passes),
-                               static_cast<int>(unit % info.passes), info};
+          const int unit = (round_begin - position) / rounds_per_unit;
+          k = (round_begin - position) - unit * rounds_per_unit;
+          const int tile_units = unit / info.passes;
+          st.walk = UnitWalker{slot, item % tiles + tile_units, unit - tile_units * info.passes, info};
           st.rows = st.walk.rows(p);
           st.tile = st.walk.tile;
           break;
