@@ -3,8 +3,9 @@
 // session), except: the 4096-wide weights, where every 64-channel tile's pair of token tiles
 // has SMs of its own, take 64 x 16 tiles whose token tiles share the weights by multicast (fp8
 // from 9 tokens on small weights on a stream, else from 17; int8 from 17); and fp8 under PDL
-// takes 128 x 32 on small weights at 17-32 tokens, and where its waves are >= 60% full and K >
-// 4096 (or, at 9-16 tokens, its tiles take two waves). At 33-64 tokens 64 x 64 (192 x 64 where
+// takes 128 x 32 at 17-32 tokens on the small weights over 27 MiB (up to that size gemv_tma
+// lets the next kernel launch at once), and where its waves are >= 60% full and K > 4096 (or,
+// at 9-16 tokens, its tiles take two waves). At 33-64 tokens 64 x 64 (192 x 64 where
 // long K needs 192 channels for one wave), their channel-tile pairs sharing the token tile;
 // 64 x 32 on the 4096-wide weights.
 // Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one for
