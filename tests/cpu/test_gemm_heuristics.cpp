@@ -103,7 +103,8 @@ TEST(ScaledGemmHeuristics, SmallWeightsDecodeOnTheTmaGemvForFp8) {
     }
     EXPECT_EQ(scaled_tile(m, 7168, 2048), ScaledGemmTile::kGemvTma) << m;
     EXPECT_EQ(scaled_tile(m, 8192, 2048), ScaledGemmTile::kGemvTma) << m;
-    EXPECT_EQ(scaled_tile(m, 18432, 1536, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma) << m;
+    EXPECT_EQ(scaled_tile(m, 18432, 1536, DType::kFP8E4M3, true), ScaledGemmTile::kGemvTma)
+        << m;
     const ScaledGemmTile int8_k2048 = m <= 16 ? ScaledGemmTile::kGemvSplitK : ScaledGemmTile::kGemvTma;
     EXPECT_EQ(scaled_tile(m, 7168, 2048, DType::kInt8), int8_k2048) << m;
     EXPECT_EQ(scaled_tile(m, 8192, 2048, DType::kInt8), int8_k2048) << m;

@@ -353,7 +353,7 @@ __device__ __forceinline__ void run(const Maps& maps, std::int64_t n, std::int64
   };
 
   // When the next kernel (if launched with PDL) may start on the SMs this grid frees: the plan
-  // says (release_at_start).
+  // says (releases_at_start).
   if (plan.early_release) allow_dependent_launch();
   if (thread == 0) {
     prefetch_tensor_map(maps.weights);

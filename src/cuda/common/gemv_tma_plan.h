@@ -61,7 +61,7 @@ struct Plan {
   // every row block, keep the default hints.
   bool weights_read_once = true;
   // Under programmatic dependent launch, the next kernel may launch as soon as this one starts
-  // (else after each block's main loop): see release_at_start().
+  // (else after each block's main loop): see releases_at_start().
   bool early_release = false;
   // The cluster size that shared_bytes() sizes the leader's receive area for.
   int receiving_cluster() const { return push_sums ? cluster : 1; }
@@ -111,7 +111,6 @@ inline bool switched_off(const char* name) {
 // stream; the DRAM bytes are the same, L2 handles 24% fewer sectors (ncu).
 // LOWBIT_GEMV_TMA_STREAM_HINTS=0 keeps the defaults (for measurements).
 inline bool weights_stream_hinted() { return !switched_off("LOWBIT_GEMV_TMA_STREAM_HINTS"); }
-
 
 // Measured on an H200 (docs/perf/scaled_gemm.md): what matters is that every block is resident
 // at once with the same work, and that there are enough blocks to keep HBM busy; the weight

@@ -4,12 +4,12 @@
 // A unit is one pass of up to 8 tokens over a (slot, tile) item: rounds_per_unit rounds of
 // kUnroll chunks. The blocks own consecutive runs of floor(I / B) items (the first I % B blocks
 // one more); a block's units, in item order and pass order within an item, form a stream of
-// rounds that its warps split into four equal contiguous shares. A warp runs its share with one window across units (the next unit's first
-// half-round is requested while the current unit's last half is computed), so a warp waits for
-// memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
-// down at M = 1: 3584 items of 32 chunks on 2112 warps left a third of the warps idle for the
-// second half). A unit split between warps is summed in shared memory in warp order by the
-// warp that ran its last round.
+// rounds that its warps split into four equal contiguous shares. A warp runs its share with one
+// window across units (the next unit's first half-round is requested while the current unit's
+// last half is computed), so a warp waits for memory once, not once per item, and no warp gets
+// a whole item more than another (DeepSeek down at M = 1: 3584 items of 32 chunks on 2112
+// warps left a third of the warps idle for the second half). A unit split between warps is
+// summed in shared memory in warp order by the warp that ran its last round.
 
 #pragma once
 
@@ -100,7 +100,8 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
           const int unit = (round_begin - position) / rounds_per_unit;
           k = (round_begin - position) - unit * rounds_per_unit;
           const int tile_units = unit / info.passes;
-          st.walk = UnitWalker{slot, item % tiles + tile_units, unit - tile_units * info.passes, info};
+          st.walk = UnitWalker{slot, item % tiles + tile_units,
+                               unit - tile_units * info.passes, info};
           st.rows = st.walk.rows(p);
           st.tile = st.walk.tile;
           break;

@@ -66,7 +66,8 @@ struct Tables {
 __device__ void fill_tables(Tables& tables) {
   const float k2Pow118 = __uint_as_float((118u + 127u) << 23);
   for (int code = threadIdx.x; code < 256; code += blockDim.x) {
-    const __half_raw half = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3);
+    const __half_raw half =
+        __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3);
     const std::uint32_t bits = bf16_bits(__half2float(__half(half)) * k2Pow118);
     tables.scale[code] = bits | (bits << 16);
   }
