@@ -20,7 +20,7 @@ namespace lowbit::cuda::nvfp4_gemv {
 constexpr int kThreads = kGemvWarpsPerBlock * 32;
 
 // float -> bf16 bits, round-to-nearest-even, NaN -> 0x7FFF: formats.h's float_to_bf16 in one
-// conversion instruction.
+// conversion instruction (equal for every float32: FormatsGpu.EncodersMatchCudaForEveryFloat32).
 __device__ __forceinline__ std::uint16_t bf16_bits(float value) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(value));
 }
@@ -61,8 +61,9 @@ struct Tables {
 };
 
 // The hardware conversions (e4m3 -> f16 -> f32, f32 -> bf16 round-to-nearest-even, NaN ->
-// 0x7FFF) give the bits formats.h's float_to_bf16(fp8_e4m3_to_float(code) * 2^118) does, in a
-// few instructions instead of ~70 per entry before the first weights are requested.
+// 0x7FFF) give the bits formats.h's float_to_bf16(fp8_e4m3_to_float(code) * 2^118) does
+// (FormatsGpu.DecodersMatchCudaForEveryCode and EncodersMatchCudaForEveryFloat32), in a few
+// instructions instead of ~70 per entry before the first weights are requested.
 __device__ void fill_tables(Tables& tables) {
   const float k2Pow118 = __uint_as_float((118u + 127u) << 23);
   for (int code = threadIdx.x; code < 256; code += blockDim.x) {
