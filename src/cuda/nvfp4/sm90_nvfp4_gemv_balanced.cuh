@@ -17,28 +17,10 @@
 #include <cstdint>
 
 #include "../common/kernel_launch.cuh"
+#include "sm90_nvfp4_gemv_balanced_start.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
 
 namespace lowbit::cuda::nvfp4_gemv {
-
-// Position of a warp in its block's unit stream (32-bit: the launch bounds the stream's size).
-struct UnitWalker {
-  int slot, tile, pass;
-  SlotInfo info;
-
-  __device__ __forceinline__ void next(const Nvfp4GemvParams& p) {
-    if (++pass < info.passes) return;
-    pass = 0;
-    if (++tile < p.rows / 16) return;
-    tile = 0;
-    do info = slot_info(p, ++slot);
-    while (info.passes == 0);
-  }
-  __device__ __forceinline__ SlotRows rows(const Nvfp4GemvParams& p) const {
-    const int first = info.begin + 8 * pass;
-    return SlotRows{info.expert, info.expert < p.experts, first, min(8, info.end - first)};
-  }
-};
 
 // What a warp reads and writes only when a unit ends, kept out of the registers the window needs.
 struct StreamState {
@@ -51,79 +33,46 @@ struct StreamState {
   int owned_tile;
 };
 
-template <bool kSparse>
-__device__ __forceinline__ void unit_start_addresses(const Nvfp4GemvParams& p, const SlotRows& rows,
-                                                     int tile, TileAddress& at,
-                                                     const std::uint16_t*& x) {
-  at = tile_address<kSparse>(p, rows.expert_ok ? rows.expert : 0, tile);
-  x = x_row_of<kSparse>(p, rows, threadIdx.x % 32 / 4);
-}
-
 template <bool kSparse, int kUnroll>
-__device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const Tables& tables) {
+__device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables& tables) {
   __shared__ StreamState state[kGemvWarpsPerBlock];
   __shared__ float partial[kGemvWarpsPerBlock][4][32];
   __shared__ float owned[kGemvWarpsPerBlock][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   StreamState& st = state[warp];
-  // 32-bit positions (balanced_stream_fits bounds every count below 2^31): this start runs
-  // before the first weights are requested, and 64-bit divisions made it ~350 instructions a
-  // warp longer (ncu, thirty-eighth session).
-  const int tiles = static_cast<int>(p.rows / 16), items = tiles * static_cast<int>(p.slots);
+  // The routing first (sm90_nvfp4_gemv_balanced_start.cuh): the start is computed while it is
+  // in flight.
+  const SlotInfo table_info = p.slots <= 32 ? read_slot(p, lane) : SlotInfo{-1, 0, 0, 0};
+  const RowTokens row_tokens = RowTokens::read(p);
   const int rounds_per_unit = static_cast<int>(p.cols / 64 / kUnroll);
-  const int blocks = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
-  const int share = items / blocks, extra = items % blocks;
-  const int item_begin = block * share + min(block, extra);
-  const int item_end = item_begin + share + (block < extra ? 1 : 0);
-  // The block's rounds, slot by slot (a block's items span one or a few slots).
-  int total = 0;
-  for (int item = item_begin; item < item_end;) {
-    const int slot = item / tiles;
-    const int slot_end = min(item_end, (slot + 1) * tiles);
-    total += (slot_end - item) * slot_info(p, slot).passes * rounds_per_unit;
-    item = slot_end;
-  }
-  const int round_begin = static_cast<int>(std::int64_t{warp} * total / kGemvWarpsPerBlock);
-  const int round_end = static_cast<int>(std::int64_t{warp + 1} * total / kGemvWarpsPerBlock);
-  if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
-  if (round_begin < round_end) {
-    // The unit holding round_begin, and the round k within it.
-    int k = 0;
-    if (lane == 0) {
-      int position = 0;
-      for (int item = item_begin;;) {
-        const int slot = item / tiles;
-        const int slot_end = min(item_end, (slot + 1) * tiles);
-        const SlotInfo info = slot_info(p, slot);
-        const int rounds = (slot_end - item) * info.passes * rounds_per_unit;
-        if (round_begin < position + rounds) {
-          const int unit = (round_begin - position) / rounds_per_unit;
-          k = (round_begin - position) - unit * rounds_per_unit;
-          const int tile_units = unit / info.passes;
-          st.walk = UnitWalker{slot, item % tiles + tile_units,
-                               unit - tile_units * info.passes, info};
-          st.rows = st.walk.rows(p);
-          st.tile = st.walk.tile;
-          break;
-        }
-        position += rounds;
-        item = slot_end;
-      }
-    }
-    k = __shfl_sync(0xffffffffu, k, 0);
-    __syncwarp();
-    bool started_here = k == 0;
-    TileAddress cursor;
-    const std::uint16_t* x_cursor[1];
-    unit_start_addresses<kSparse>(p, st.rows, st.tile, cursor, x_cursor[0]);
+  const WarpStart start = warp_start<kUnroll>(p, table_info);
+  const int round_begin = start.round_begin, round_end = start.round_end;
+  int k = start.k;
+  // The first weight requests, then what can wait for them: the scale table's fill and the
+  // block's barrier.
+  const bool works = round_begin < round_end;
+  // Two window halves in turn (start_half), for either window: the first half of a round
+  // requests the round's second half, the second half the next round's first.
+  constexpr int kHalf = kUnroll / 2;
+  ChunkWeights<kSparse> w[kUnroll];
+  const SlotRows first_rows = start.walk.rows(p);
+  TileAddress cursor{};
+  if (works) {
+    const int expert = first_rows.expert_ok ? first_rows.expert : 0;
+    cursor = tile_address<kSparse>(p, expert, start.walk.tile);
     cursor.advance<kSparse>(k * kUnroll);
-    x_cursor[0] += k * kUnroll * 64;
-    // Two window halves in turn (start_half), for either window: the first half of a round
-    // requests the round's second half, the second half the next round's first.
-    constexpr int kHalf = kUnroll / 2;
-    ChunkWeights<kSparse> w[kUnroll];
 #pragma unroll
     for (int u = 0; u < kHalf; ++u) w[u] = load_chunk<kSparse>(cursor, u);
+  }
+  fill_tables(tables);
+  if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
+  __syncthreads();
+  if (works) {
+    bool started_here = k == 0;
+    const std::uint16_t* x_cursor[1] = {row_tokens.x_row<kSparse>(p, first_rows, lane / 4)};
+    x_cursor[0] += k * kUnroll * 64;
+    if (lane == 0) st.walk = start.walk, st.rows = first_rows, st.tile = start.walk.tile;
+    __syncwarp();
     std::uint32_t x[1][8];
     load_activations<kSparse>(x_cursor, 0, x);
     float acc[1][4] = {};
@@ -143,7 +92,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, const 
         // the token list (its round trip held up the next round's start at every unit).
         x_next[0] = walk.slot == st.walk.slot && walk.pass == st.walk.pass
                         ? x_cursor[0] - k * kUnroll * 64
-                        : x_row_of<kSparse>(p, rows, lane / 4);
+                        : row_tokens.x_row<kSparse>(p, rows, lane / 4);
         __syncwarp();
         if (lane == 0) st.walk = walk;
       }
@@ -244,10 +193,9 @@ template <bool kSparse, int kUnroll>
 __global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
     nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
   __shared__ Tables tables;
-  fill_tables(tables);
-  __syncthreads();
   allow_dependent_launch();
-  wait_for_prerequisite_grids();  // the routing lists say which weights to read
+  // The routing lists say which weights to read.
+  wait_for_prerequisite_grids();
   balanced_rounds<kSparse, kUnroll>(p, tables);
 }
 

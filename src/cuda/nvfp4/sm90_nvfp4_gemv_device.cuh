@@ -272,15 +272,21 @@ __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_
   }
 }
 
-// The lane's activation row for output column `column` of a pass (absent tokens: token 0's row).
+// The lane's activation row for token `token` (absent or out-of-range tokens: token 0's row).
 template <bool kSparse>
-__device__ __forceinline__ const std::uint16_t* x_row_of(const Nvfp4GemvParams& p,
-                                                         const SlotRows& s, int column) {
+__device__ __forceinline__ const std::uint16_t* x_row_of_token(const Nvfp4GemvParams& p,
+                                                               int token) {
   const int quad = threadIdx.x % 4;
-  const int token = column < s.count ? token_of(p, s.first + column) : -1;
   const bool x_ok = token >= 0 && token < p.tokens;
   const int lane_offset = kSparse ? quad / 2 * 32 + quad % 2 * 2 : 16 * quad;
   return p.x + (x_ok ? token : 0) * p.x_row_stride + lane_offset;
+}
+
+// The lane's activation row for output column `column` of a pass.
+template <bool kSparse>
+__device__ __forceinline__ const std::uint16_t* x_row_of(const Nvfp4GemvParams& p,
+                                                         const SlotRows& s, int column) {
+  return x_row_of_token<kSparse>(p, column < s.count ? token_of(p, s.first + column) : -1);
 }
 
 // Stores one token group's sums of a tile (columns column_base..+7): bf16 of sum * global * 2^8,
