@@ -49,22 +49,18 @@ struct SlotShare {
 // turned into rounds and scanned over the warp (share_rounds): split so that the reads come
 // first and everything that does not depend on them runs while they are in flight.
 __device__ __forceinline__ SlotInfo read_slot(const Nvfp4GemvParams& p, int slot) {
-  if (slot >= p.slots) return SlotInfo{-1, 0, 0, 0};
-  return SlotInfo{p.expert_ids ? p.expert_ids[slot] : 0, p.slot_offsets ? p.slot_offsets[slot] : 0,
-                  p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens), 0};
+  return slot < p.slots ? read_slot_info(p, slot) : SlotInfo{-1, 0, 0, 0};
 }
 
-__device__ __forceinline__ SlotShare share_rounds(SlotInfo info, int slot, int item_begin,
+__device__ __forceinline__ SlotShare share_rounds(const SlotInfo& read, int slot, int item_begin,
                                                   int item_end, int tiles, int rounds_per_unit) {
   const std::int64_t slot_begin = std::int64_t{slot} * tiles;
   SlotShare share;
   share.first_item = static_cast<int>(max(std::int64_t{item_begin}, slot_begin));
   const int items =
       max(static_cast<int>(min(std::int64_t{item_end}, slot_begin + tiles) - share.first_item), 0);
-  if (info.expert < 0) info = SlotInfo{info.expert, 0, 0, 0};
-  info.passes = (max(info.end - info.begin, 0) + 7) / 8;  // slot_info's
-  share.info = info;
-  share.rounds = items * info.passes * rounds_per_unit;
+  share.info = with_passes(read);
+  share.rounds = items * share.info.passes * rounds_per_unit;
   share.rounds_through = share.rounds;
   const int lane = threadIdx.x % 32;
 #pragma unroll

@@ -235,12 +235,20 @@ struct SlotInfo {
 // The expert and the token offsets are read together, one memory round trip before the weights
 // can be requested instead of two (an idle slot's offsets are read and ignored: the list has
 // slots + 1 entries).
+// Split in its reads (read_slot_info, passes left 0) and the arithmetic on them (with_passes)
+// for the balanced kernel, whose start computes other things while the reads are in flight.
+__device__ __forceinline__ SlotInfo read_slot_info(const Nvfp4GemvParams& p, std::int64_t slot) {
+  return SlotInfo{p.expert_ids ? p.expert_ids[slot] : 0, p.slot_offsets ? p.slot_offsets[slot] : 0,
+                  p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens), 0};
+}
+
+__device__ __forceinline__ SlotInfo with_passes(const SlotInfo& read) {
+  if (read.expert < 0) return SlotInfo{read.expert, 0, 0, 0};
+  return SlotInfo{read.expert, read.begin, read.end, (max(read.end - read.begin, 0) + 7) / 8};
+}
+
 __device__ __forceinline__ SlotInfo slot_info(const Nvfp4GemvParams& p, std::int64_t slot) {
-  const int expert = p.expert_ids ? p.expert_ids[slot] : 0;
-  const int begin = p.slot_offsets ? p.slot_offsets[slot] : 0;
-  const int end = p.slot_offsets ? p.slot_offsets[slot + 1] : static_cast<int>(p.tokens);
-  if (expert < 0) return SlotInfo{expert, 0, 0, 0};
-  return SlotInfo{expert, begin, end, (max(end - begin, 0) + 7) / 8};
+  return with_passes(read_slot_info(p, slot));
 }
 
 __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
