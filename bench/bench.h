@@ -3,6 +3,7 @@
 // and the PNG roofline. No CUDA header here: the CLI compiles without CUDA.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct BenchOptions {
   // gemm: also replay every forced fp8 configuration from a graph, without and with programmatic
   // dependent launch (which tiles gain from PDL), at every token count.
   bool graph_configs = false;
+  // nvfp4: the routing draws. Each row seeds its own generator from this and its label, so a
+  // row draws the same routing under any --filter.
+  std::uint64_t seed = 2026;
 };
 
 // Whether the GEMM row "<shape> M=<m> " matches --filter (empty: every row); e.g. "M=16 " or

@@ -126,7 +126,6 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
               "M", "exp", "dense us", "GB/s", "%copy", "rd us", "%rd", "2:4 us", "GB/s", "%copy", "x dns", "bf16 us",
               "GB/s", "%copy", "dns x");
   nlohmann::json results = nlohmann::json::array();
-  std::mt19937_64 rng(2026);
   const std::vector<std::int64_t> token_counts = {1, 4, 16};
   for (const Model& m : kModels) {
     for (bool gate_up : {true, false}) {
@@ -148,6 +147,7 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
       const std::string shape = std::string(m.name) + " " + (gate_up ? "gate_up" : "down");
       for (std::int64_t tokens : token_counts) {
         if (!row_selected(options.filter, shape.c_str(), tokens)) continue;
+        std::mt19937_64 rng(row_seed(options.seed, shape + " M=" + std::to_string(tokens)));
         // Routing sets: enough that the weight bytes of successive launches exceed 2.5x L2.
         std::vector<RoutingSet> sets;
         sets.push_back(make_routing(m, tokens, rng));
@@ -245,7 +245,7 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
     }
   }
   return {{"benchmark", "nvfp4"}, {"device", device.name}, {"copy_gbps", copy_gbps},
-          {"read_stream_1gib_us", gib_read_us},
+          {"read_stream_1gib_us", gib_read_us}, {"routing_seed", options.seed},
           {"results", results}};
 }
 

@@ -1,4 +1,4 @@
-// Parsing of `lowbit bench`'s --shape and --tokens (bench_shapes.h).
+// Parsing of `lowbit bench`'s --shape and --tokens; the rows' routing seeds (bench_shapes.h).
 #include "bench_shapes.h"
 
 #include <cerrno>
@@ -51,6 +51,12 @@ std::vector<std::int64_t> parse_token_counts(const std::string& text) {
     if (comma == std::string::npos) return counts;
     start = comma + 1;
   }
+}
+
+std::uint64_t row_seed(std::uint64_t seed, const std::string& label) {
+  std::uint64_t hash = 1469598103934665603ull ^ seed;
+  for (const char c : label) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return hash;
 }
 
 }  // namespace lowbit::bench

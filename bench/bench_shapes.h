@@ -1,5 +1,6 @@
 // The GEMM benches' weight shapes and token counts: their built-in model shapes, or the caller's
-// own (`lowbit bench gemm --shape 28672x8192 --tokens 1,16,64`). No CUDA: the CLI parses them.
+// own (`lowbit bench gemm --shape 28672x8192 --tokens 1,16,64`); the nvfp4 bench rows' routing
+// seeds. No CUDA: the CLI parses them.
 #pragma once
 
 #include <cstdint>
@@ -20,5 +21,9 @@ GemmShape parse_gemm_shape(const std::string& text);
 // "1,16,64" -> {1, 16, 64}; throws lowbit::Error naming --tokens unless every entry is a
 // positive integer.
 std::vector<std::int64_t> parse_token_counts(const std::string& text);
+
+// The generator seed of one bench row, from --seed and the row's label (FNV-1a), so that a row
+// draws the same routing whichever rows --filter runs before it.
+std::uint64_t row_seed(std::uint64_t seed, const std::string& label);
 
 }  // namespace lowbit::bench

@@ -31,7 +31,7 @@ void print_usage() {
       "                                           if one is present, else on the CPU, and report\n"
       "                                           accuracy, agreement with the CPU reference, time\n"
       "  bench [FAMILY] [--json FILE] [--png FILE] [--quick] [--filter TEXT]\n"
-      "        [--shape NxK]... [--tokens M1,M2,...] [--graph-configs]\n"
+      "        [--shape NxK]... [--tokens M1,M2,...] [--graph-configs] [--seed N]\n"
       "                                           kernel benchmarks with in-run baselines and\n"
       "                                           ceilings; FAMILY: all (default), quant (activation\n"
       "                                           quantization vs copy bandwidth), nvfp4 (MoE GEMVs vs\n"
@@ -47,7 +47,9 @@ void print_usage() {
       "                                           counts instead of the model shapes;\n"
       "                                           --graph-configs: gemm also replays each forced\n"
       "                                           fp8 configuration from a graph, with and without\n"
-      "                                           programmatic dependent launch\n"
+      "                                           programmatic dependent launch;\n"
+      "                                           --seed: nvfp4's routing draws (default 2026;\n"
+      "                                           a row draws the same under any --filter)\n"
       "  plot REPORT.json... [--png FILE]         re-plot saved reports (no GPU needed)\n"
       "  help                                     this text\n");
 }
@@ -147,6 +149,8 @@ int run_bench_command(int argc, char** argv) {
       options.shapes.push_back(lowbit::bench::parse_gemm_shape(value));
     } else if (take_value(argc, argv, i, "--tokens", value)) {
       options.tokens = lowbit::bench::parse_token_counts(value);
+    } else if (take_value(argc, argv, i, "--seed", value)) {
+      options.seed = parse_seed(value);
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       options.quick = true;
     } else if (std::strcmp(argv[i], "--graph-configs") == 0) {

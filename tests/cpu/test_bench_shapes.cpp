@@ -1,5 +1,5 @@
 // `lowbit bench`'s --shape and --tokens parsing: what it accepts, and the error naming the flag
-// for what it does not.
+// for what it does not; the nvfp4 rows' routing seeds.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,6 +13,7 @@ namespace {
 
 using lowbit::bench::parse_gemm_shape;
 using lowbit::bench::parse_token_counts;
+using lowbit::bench::row_seed;
 
 TEST(BenchShapes, ParsesNByK) {
   const lowbit::bench::GemmShape shape = parse_gemm_shape("28672x8192");
@@ -47,6 +48,14 @@ TEST(BenchShapes, RejectsMalformedTokenLists) {
       EXPECT_EQ(error.argument(), "--tokens") << text;
     }
   }
+}
+
+// A row's seed depends on --seed and on its own label only, so --filter does not change a row's
+// routing; different rows and seeds draw differently.
+TEST(BenchShapes, RowSeedsDependOnSeedAndLabel) {
+  EXPECT_EQ(row_seed(2026, "deepseek-v3 down M=1"), row_seed(2026, "deepseek-v3 down M=1"));
+  EXPECT_NE(row_seed(2026, "deepseek-v3 down M=1"), row_seed(2026, "deepseek-v3 down M=4"));
+  EXPECT_NE(row_seed(2026, "deepseek-v3 down M=1"), row_seed(2027, "deepseek-v3 down M=1"));
 }
 
 }  // namespace
