@@ -128,7 +128,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
         const int unit = round - k;
         __syncwarp();
         if (unit_ends && started_here) {
-          store_outputs(p, acc[0], st.rows, st.tile, 0);
+          row_tokens.store(p, acc[0], st.rows, st.tile);
         } else {  // shared with a neighbouring warp: summed after the block's barrier
           float (*slot)[32] = unit_ends ? owned[warp] : partial[warp];
 #pragma unroll
@@ -171,7 +171,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
 #pragma unroll
       for (int i = 0; i < 4; ++i) sum[i] += partial[other][i][lane];
     }
-    store_outputs(p, sum, st.owned_rows, st.owned_tile, 0);
+    row_tokens.store(p, sum, st.owned_rows, st.owned_tile);
   }
 }
 

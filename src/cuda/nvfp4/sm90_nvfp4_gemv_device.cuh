@@ -297,22 +297,33 @@ __device__ __forceinline__ const std::uint16_t* x_row_of(const Nvfp4GemvParams& 
   return x_row_of_token<kSparse>(p, column < s.count ? token_of(p, s.first + column) : -1);
 }
 
-// Stores one token group's sums of a tile (columns column_base..+7): bf16 of sum * global * 2^8,
-// NaN for out-of-range experts or tokens.
+// One output of a tile: bf16 of sum * global (the expert's global scale * 2^8), NaN for
+// out-of-range experts or tokens.
+__device__ __forceinline__ void store_output(const Nvfp4GemvParams& p, float sum, float global,
+                                             const SlotRows& s, std::int64_t row, int column,
+                                             int token) {
+  const bool ok = s.expert_ok && token >= 0 && token < p.tokens;
+  p.output[static_cast<std::int64_t>(s.first + column) * p.output_row_stride + row] =
+      ok ? bf16_bits(sum * global) : std::uint16_t{0x7FC0};
+}
+
+__device__ __forceinline__ float output_scale(const Nvfp4GemvParams& p, const SlotRows& s) {
+  return s.expert_ok ? p.global_scales[s.expert] * 256.0f : 0.0f;
+}
+
+// Stores one token group's sums of a tile (columns column_base..+7), the tokens read from the
+// launch's token list.
 __device__ __forceinline__ void store_outputs(const Nvfp4GemvParams& p, const float (&acc)[4],
                                               const SlotRows& s, std::int64_t tile,
                                               int column_base) {
   const int lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
-  const float global = s.expert_ok ? p.global_scales[s.expert] * 256.0f : 0.0f;
+  const float global = output_scale(p, s);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int column = column_base + 2 * quad + (i & 1);
     if (column >= s.count) continue;
-    const int token = token_of(p, s.first + column);
-    const bool ok = s.expert_ok && token >= 0 && token < p.tokens;
-    const std::int64_t row = tile * 16 + group + (i >= 2 ? 8 : 0);
-    p.output[static_cast<std::int64_t>(s.first + column) * p.output_row_stride + row] =
-        ok ? bf16_bits(acc[i] * global) : std::uint16_t{0x7FC0};
+    store_output(p, acc[i], global, s, tile * 16 + group + (i >= 2 ? 8 : 0), column,
+                 token_of(p, s.first + column));
   }
 }
 
