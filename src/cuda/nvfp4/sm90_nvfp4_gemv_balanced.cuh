@@ -34,22 +34,20 @@ struct StreamState {
 };
 
 template <bool kSparse, int kUnroll>
-__device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables& tables) {
+__device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables& tables,
+                                                const BlockItems& items, const SlotInfo& table_info,
+                                                const RowTokens& row_tokens) {
   __shared__ StreamState state[kGemvWarpsPerBlock];
   __shared__ float partial[kGemvWarpsPerBlock][4][32];
   __shared__ float owned[kGemvWarpsPerBlock][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   StreamState& st = state[warp];
-  // The routing first (sm90_nvfp4_gemv_balanced_start.cuh): the start is computed while it is
-  // in flight.
-  const SlotInfo table_info = p.slots <= 32 ? read_slot(p, lane) : SlotInfo{-1, 0, 0, 0};
-  const RowTokens row_tokens = RowTokens::read(p);
-  const int rounds_per_unit = static_cast<int>(p.cols / 64 / kUnroll);
-  const WarpStart start = warp_start<kUnroll>(p, table_info);
+  const int rounds_per_unit = items.rounds_per_unit;
+  const WarpStart start = warp_start(p, items, table_info);
   const int round_begin = start.round_begin, round_end = start.round_end;
   int k = start.k;
-  // The first weight requests, then what can wait for them: the scale table's fill and the
-  // block's barrier.
+  // The first weight requests, then what can wait for them: the scale table's fill (on a stream;
+  // under PDL the kernel filled it before its wait) and the block's barrier.
   const bool works = round_begin < round_end;
   // Two window halves in turn (start_half), for either window: the first half of a round
   // requests the round's second half, the second half the next round's first.
@@ -64,7 +62,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
 #pragma unroll
     for (int u = 0; u < kHalf; ++u) w[u] = load_chunk<kSparse>(cursor, u);
   }
-  fill_tables(tables);
+  if (!p.dependent_launch) fill_tables(tables);
   if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
   __syncthreads();
   if (works) {
@@ -194,9 +192,24 @@ __global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
     nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
   __shared__ Tables tables;
   allow_dependent_launch();
+  // The block's items (block_items) do not depend on the routing. Under programmatic dependent
+  // launch they and the scale table are computed before the wait, while the previous kernel
+  // finishes; on a stream, after the routing reads are issued, while those are in flight. In
+  // one place for both, ptxas put them between the wait and the reads: ~100 instructions a warp
+  // before the routing's round trip (NVIDIA H200, forty-first session: DeepSeek down M = 1 about
+  // 1% faster on a stream, 0.5% under graph + PDL; docs/perf/nvfp4_gemv.md).
+  BlockItems items{};
+  if (p.dependent_launch) {
+    items = block_items<kUnroll>(p);
+    fill_tables(tables);
+  }
   // The routing lists say which weights to read.
   wait_for_prerequisite_grids();
-  balanced_rounds<kSparse, kUnroll>(p, tables);
+  const SlotInfo table_info =
+      p.slots <= 32 ? read_slot(p, threadIdx.x % 32) : SlotInfo{-1, 0, 0, 0};
+  const RowTokens row_tokens = RowTokens::read(p);
+  if (!p.dependent_launch) items = block_items<kUnroll>(p);
+  balanced_rounds<kSparse, kUnroll>(p, tables, items, table_info, row_tokens);
 }
 
 }  // namespace lowbit::cuda::nvfp4_gemv

@@ -125,32 +125,54 @@ struct WarpStart {
   UnitWalker walk;
 };
 
-// `table_info`: slot `lane`'s routing (read_slot) when the launch has at most 32 slots.
+// What a warp's start needs that the routing does not decide: the block's item range, its
+// slots, and the warp's share if every slot has one pass. Computed before the kernel waits for
+// the previous one (under programmatic dependent launch, while that one finishes).
+struct BlockItems {
+  int tiles, rounds_per_unit;
+  int item_begin, item_end, slot_lo, slot_hi;
+  int guess_begin, guess_end, guess_unit, guess_slot;
+};
+
 template <int kUnroll>
-__device__ __forceinline__ WarpStart warp_start(const Nvfp4GemvParams& p,
-                                                const SlotInfo& table_info) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool whole_table = p.slots <= 32;
+__device__ __forceinline__ BlockItems block_items(const Nvfp4GemvParams& p) {
+  const int warp = threadIdx.x / 32;
+  BlockItems b;
   // 32-bit positions (balanced_stream_fits bounds every count below 2^31; 64-bit divisions
   // made the start ~350 instructions a warp longer: ncu, thirty-eighth session).
-  const int tiles = static_cast<int>(p.rows / 16), items = tiles * static_cast<int>(p.slots);
-  const int rounds_per_unit = static_cast<int>(p.cols / 64 / kUnroll);
+  b.tiles = static_cast<int>(p.rows / 16);
+  const int items = b.tiles * static_cast<int>(p.slots);
+  b.rounds_per_unit = static_cast<int>(p.cols / 64 / kUnroll);
   const int blocks = static_cast<int>(gridDim.x), block = static_cast<int>(blockIdx.x);
   const int per_block = quotient(items, blocks), extra = items - per_block * blocks;
-  const int item_begin = block * per_block + min(block, extra);
-  const int item_end = item_begin + per_block + (block < extra ? 1 : 0);
-  const int slot_lo = quotient(item_begin, tiles), slot_hi = quotient(max(item_end - 1, 0), tiles);
-  const int first_slot = whole_table ? 0 : slot_lo;
-  const int batches =
-      whole_table ? 1 : (item_end > item_begin ? (slot_hi - first_slot) / 32 + 1 : 0);
+  b.item_begin = block * per_block + min(block, extra);
+  b.item_end = b.item_begin + per_block + (block < extra ? 1 : 0);
+  b.slot_lo = quotient(b.item_begin, b.tiles);
+  b.slot_hi = quotient(max(b.item_end - 1, 0), b.tiles);
   // Every slot of the block with one pass (at most 8 tokens; decode): the block's rounds are
   // its items' in order, so the warp's first unit follows from the item range alone, and only
   // its expert comes from the routing (checked once it is in; otherwise the general search).
-  const int guess_total = (item_end - item_begin) * rounds_per_unit;
-  const int guess_begin = static_cast<int>(std::int64_t{warp} * guess_total / kGemvWarpsPerBlock);
-  const int guess_end = static_cast<int>(std::int64_t{warp + 1} * guess_total / kGemvWarpsPerBlock);
-  const int guess_unit = quotient(guess_begin, rounds_per_unit);
-  const int guess_slot = quotient(item_begin + guess_unit, tiles);
+  const int guess_total = (b.item_end - b.item_begin) * b.rounds_per_unit;
+  b.guess_begin = static_cast<int>(std::int64_t{warp} * guess_total / kGemvWarpsPerBlock);
+  b.guess_end = static_cast<int>(std::int64_t{warp + 1} * guess_total / kGemvWarpsPerBlock);
+  b.guess_unit = quotient(b.guess_begin, b.rounds_per_unit);
+  b.guess_slot = quotient(b.item_begin + b.guess_unit, b.tiles);
+  return b;
+}
+
+// `table_info`: slot `lane`'s routing (read_slot) when the launch has at most 32 slots.
+__device__ __forceinline__ WarpStart warp_start(const Nvfp4GemvParams& p, const BlockItems& block,
+                                                const SlotInfo& table_info) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool whole_table = p.slots <= 32;
+  const int tiles = block.tiles, rounds_per_unit = block.rounds_per_unit;
+  const int item_begin = block.item_begin, item_end = block.item_end;
+  const int slot_lo = block.slot_lo, slot_hi = block.slot_hi;
+  const int guess_begin = block.guess_begin, guess_end = block.guess_end;
+  const int guess_unit = block.guess_unit, guess_slot = block.guess_slot;
+  const int first_slot = whole_table ? 0 : slot_lo;
+  const int batches =
+      whole_table ? 1 : (item_end > item_begin ? (slot_hi - first_slot) / 32 + 1 : 0);
   const bool one_pass =
       lane < slot_lo || lane > slot_hi ||
       (table_info.expert >= 0 && static_cast<unsigned>(table_info.end - table_info.begin - 1) < 8u);
