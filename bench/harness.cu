@@ -2,6 +2,7 @@
 #include "harness.cuh"
 
 #include "bench.h"
+#include "device_pool.h"
 #include "stream_hold.cuh"
 
 #include <cuda_bf16.h>
@@ -243,8 +244,8 @@ double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples, R
   return us[0];
 }
 
-DeviceMemory::DeviceMemory(std::size_t bytes) { check(cudaMalloc(&data_, bytes), "cudaMalloc"); }
-DeviceMemory::~DeviceMemory() { cudaFree(data_); }
+DeviceMemory::DeviceMemory(std::size_t bytes) : data_(take_device_memory(bytes, &block_bytes_)) {}
+DeviceMemory::~DeviceMemory() { keep_device_memory(data_, block_bytes_); }
 
 namespace {
 __device__ std::uint64_t mix(std::uint64_t x) {  // splitmix64

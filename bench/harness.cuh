@@ -84,7 +84,7 @@ enum class ReadLaunch { kStream, kGraph, kGraphDependent };
 double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples,
                        ReadLaunch how = ReadLaunch::kStream);
 
-// A device buffer that frees itself.
+// A device buffer from the benches' pool (device_pool.h), given back to it when destroyed.
 class DeviceMemory {
  public:
   explicit DeviceMemory(std::size_t bytes);
@@ -95,6 +95,7 @@ class DeviceMemory {
 
  private:
   void* data_ = nullptr;
+  std::size_t block_bytes_ = 0;
 };
 
 // Fills a device buffer with random bf16 (dtype_bytes 2) or fp32 (4) values whose magnitude

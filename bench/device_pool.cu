@@ -1,0 +1,68 @@
+// The benches' device memory pool (device_pool.h).
+#include "device_pool.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "harness.cuh"
+
+namespace lowbit::bench {
+
+namespace {
+
+struct Pool {
+  std::mutex mutex;
+  std::multimap<std::size_t, void*> kept;  // by size
+};
+
+// Never destroyed: at exit the driver takes the memory back, and cudaFree after the runtime's
+// own teardown would fail.
+Pool& pool() {
+  static Pool* instance = new Pool;
+  return *instance;
+}
+
+// A kept block serves a request if it wastes at most the request's size plus 64 MiB, so that a
+// large block is not tied up by a small buffer.
+bool fits(std::size_t block_bytes, std::size_t bytes) {
+  return block_bytes <= 2 * bytes + (std::size_t{64} << 20);
+}
+
+}  // namespace
+
+void* take_device_memory(std::size_t bytes, std::size_t* block_bytes) {
+  *block_bytes = 0;
+  if (bytes == 0) return nullptr;
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  const auto best = p.kept.lower_bound(bytes);
+  if (best != p.kept.end() && fits(best->first, bytes)) {
+    void* block = best->second;
+    *block_bytes = best->first;
+    p.kept.erase(best);
+    return block;
+  }
+  void* block = nullptr;
+  cudaError_t status = cudaMalloc(&block, bytes);
+  if (status == cudaErrorMemoryAllocation && !p.kept.empty()) {
+    (void)cudaGetLastError();
+    for (const auto& [size, kept_block] : p.kept) cudaFree(kept_block);
+    p.kept.clear();
+    status = cudaMalloc(&block, bytes);
+  }
+  check(status, "cudaMalloc");
+  *block_bytes = bytes;
+  return block;
+}
+
+void keep_device_memory(void* block, std::size_t block_bytes) {
+  if (block == nullptr) return;
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.kept.emplace(block_bytes, block);
+}
+
+}  // namespace lowbit::bench
