@@ -3,7 +3,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -23,6 +22,17 @@ struct Pool {
 Pool& pool() {
   static Pool* instance = new Pool;
   return *instance;
+}
+
+// A block is kept only while a quarter of the device's memory stays free: keeping every block
+// held up to 101 GB in one run of every family, and with another process holding 95 GB the
+// memory filled and a cuBLASLt baseline then failed with an illegal address (likely its kernels,
+// which load lazily into device memory, found none). Freeing the blocks under 1 GiB instead left
+// DeepSeek down at M = 1 as slow as without the pool.
+bool memory_tight() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return true;
+  return free_bytes < total_bytes / 4;
 }
 
 // A kept block serves a request if it wastes at most the request's size plus 64 MiB, so that a
@@ -49,6 +59,13 @@ void* take_device_memory(std::size_t bytes, std::size_t* block_bytes) {
   cudaError_t status = cudaMalloc(&block, bytes);
   if (status == cudaErrorMemoryAllocation && !p.kept.empty()) {
     (void)cudaGetLastError();
+    // Out of memory: a kept block of any larger size first; freeing is the last resort.
+    if (best != p.kept.end()) {
+      block = best->second;
+      *block_bytes = best->first;
+      p.kept.erase(best);
+      return block;
+    }
     for (const auto& [size, kept_block] : p.kept) cudaFree(kept_block);
     p.kept.clear();
     status = cudaMalloc(&block, bytes);
@@ -60,6 +77,10 @@ void* take_device_memory(std::size_t bytes, std::size_t* block_bytes) {
 
 void keep_device_memory(void* block, std::size_t block_bytes) {
   if (block == nullptr) return;
+  if (memory_tight()) {
+    cudaFree(block);
+    return;
+  }
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   p.kept.emplace(block_bytes, block);
