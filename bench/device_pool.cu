@@ -77,6 +77,9 @@ void* take_device_memory(std::size_t bytes, std::size_t* block_bytes) {
 
 void keep_device_memory(void* block, std::size_t block_bytes) {
   if (block == nullptr) return;
+  // As cudaFree does: no work still queued may touch the block once it is handed out again
+  // (called from destructors, so it does not throw; a failed context leaves the block alone).
+  if (cudaDeviceSynchronize() != cudaSuccess) return;
   if (memory_tight()) {
     cudaFree(block);
     return;
