@@ -49,23 +49,19 @@ void* take_device_memory(std::size_t bytes, std::size_t* block_bytes) {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   const auto best = p.kept.lower_bound(bytes);
-  if (best != p.kept.end() && fits(best->first, bytes)) {
-    void* block = best->second;
+  auto hand_out_best = [&] {
+    void* kept_block = best->second;
     *block_bytes = best->first;
     p.kept.erase(best);
-    return block;
-  }
+    return kept_block;
+  };
+  if (best != p.kept.end() && fits(best->first, bytes)) return hand_out_best();
   void* block = nullptr;
   cudaError_t status = cudaMalloc(&block, bytes);
   if (status == cudaErrorMemoryAllocation && !p.kept.empty()) {
     (void)cudaGetLastError();
     // Out of memory: a kept block of any larger size first; freeing is the last resort.
-    if (best != p.kept.end()) {
-      block = best->second;
-      *block_bytes = best->first;
-      p.kept.erase(best);
-      return block;
-    }
+    if (best != p.kept.end()) return hand_out_best();
     for (const auto& [size, kept_block] : p.kept) cudaFree(kept_block);
     p.kept.clear();
     status = cudaMalloc(&block, bytes);

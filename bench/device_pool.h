@@ -5,8 +5,8 @@
 // or more, written or not; the nvfp4 bench's gate_up buffers) streamed 10-13% slower than before,
 // a plain device copy as much as any kernel, while a 40 GB allocation held instead of freed
 // changed nothing (docs/perf/bench_memory.md). A bench row measured after an earlier row's frees
-// then ran against a copy ceiling measured in the other state. Inference engines keep their memory the
-// same way (PyTorch's caching allocator returns none to the driver unless asked to).
+// then ran against a copy ceiling measured in the other state. Inference engines keep their
+// memory the same way (PyTorch's caching allocator returns none to the driver unless asked to).
 #pragma once
 
 #include <cstddef>
