@@ -253,9 +253,22 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       // against 11.00 / 11.16, 6144 x 3072 10.49 / 10.11 against 13.36 / 13.34, 8192 x 2048
       // 9.58 / 8.94 against 12.58 / 11.51; int8 alike. 18432 x 1536 (forced; it then kept the
       // 64 x 128 tile): 13.49 / 12.89 against 15.56 / 14.63.
+      // Forty-second session: every configuration ran 33-63 tokens 13-35% slower than at 32 or
+      // 64 on the weights over 32 MiB (14336 x 4096 fp8 on a stream: swap64x64 23.07 us at 33,
+      // 21.30 at 40, 19.56 at 64; gemv_tma 17.94 at 32, 24.99 at 33), the slowdown growing with
+      // the 8-row groups of the token tile that lie past M; the 192-channel tile, which streams
+      // three times the weight per token tile, lost least. So on K <= 4096 too it takes 33-40
+      // tokens, and 41-48 for fp8 under PDL. H200, us against swap64x64 (docs/perf/scaled_gemm.md,
+      // "33-63 tokens"): 14336 x 4096 fp8 at 33 / 36 / 40 21.13 / 21.10 / 20.05 against 23.07 /
+      // 22.94 / 21.30 (under PDL at 33-48 18.0-18.6 against 19.0-22.5), 11008 x 4096 18.76 /
+      // 18.90 / 18.33 against 19.38 / 19.37 / 18.46; at 40, 22016 x 4096 28.17 against 30.47,
+      // 13824 x 5120 23.80 against 25.20, 10240 x 4096 16.81 against 18.16; int8 alike.
       const bool one_wide_wave = tiles(n, 64) > sm_count && tiles(n, 192) <= sm_count;
-      config.tile = one_wide_wave && k > 4096 ? ScaledGemmTile::kSwap192x64
-                                              : ScaledGemmTile::kSwap64x64;
+      const bool partial_token_tile =
+          !small_weight && (m <= 40 || (fp8_under_pdl && m <= 48));
+      config.tile = one_wide_wave && (k > 4096 || partial_token_tile)
+                        ? ScaledGemmTile::kSwap192x64
+                        : ScaledGemmTile::kSwap64x64;
     } else if (m <= 128) {
       // Where the 64 x 128 tile would leave more than half the SMs idle (4096 channels: 64
       // tiles at 65-128 tokens), the 64 x 64 tile's twice as many CTAs stream the weight
