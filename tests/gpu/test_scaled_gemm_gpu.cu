@@ -274,7 +274,8 @@ struct Shape {
 // Llama-3-8B: qkv/o (4096 x 4096), gate or up (14336 x 4096), down (4096 x 14336);
 // DeepSeek-V3 dense FFN (first 3 layers, intermediate 18432): gate or up, and down.
 const Shape kShapes[] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {18432, 7168}, {7168, 18432}};
-const std::int64_t kTokens[] = {1, 7, 16, 64, 127, 128, 1000, 4096, 8192};
+// 40: a partial token tile, where 14336 x 4096 takes the 192-channel swapped tile.
+const std::int64_t kTokens[] = {1, 7, 16, 40, 64, 127, 128, 1000, 4096, 8192};
 
 void expect_ok(const Problem& p, const Accuracy& acc, const char* what) {
   EXPECT_EQ(acc.nans, 0) << what << " M=" << p.m << " N=" << p.n << " K=" << p.k;
