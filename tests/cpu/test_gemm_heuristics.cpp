@@ -122,17 +122,17 @@ TEST(ScaledGemmHeuristics, ThirtyThreeToSixtyFourTokensAlwaysSwapped) {
   EXPECT_EQ(scaled_tile(64, 7168, 18432), ScaledGemmTile::kSwap64x64);
   EXPECT_EQ(scaled_tile(64, 28672, 8192), ScaledGemmTile::kSwap64x64);
   EXPECT_EQ(scaled_tile(48, 25600, 5120, DType::kInt8), ScaledGemmTile::kSwap64x64);
-  // 33-40 tokens (fp8 under PDL 33-48) on weights over 32 MiB whose 192-channel tiles make one
+  // 33-47 tokens (fp8 under PDL 33-48) on weights over 32 MiB whose 192-channel tiles make one
   // wave, at any K: the 192-channel tile (forty-second session).
   for (const auto& w : {std::array<std::int64_t, 2>{14336, 4096}, {11008, 4096}, {22016, 4096},
                         {13824, 5120}, {10240, 4096}}) {
     // Above those token counts K decides, as before (the 192-channel tile for K > 4096).
     const ScaledGemmTile by_k = w[1] > 4096 ? ScaledGemmTile::kSwap192x64 : ScaledGemmTile::kSwap64x64;
     for (DType dtype : {DType::kFP8E4M3, DType::kInt8}) {
-      for (std::int64_t m : {33, 40}) {
+      for (std::int64_t m : {33, 40, 47}) {
         EXPECT_EQ(scaled_tile(m, w[0], w[1], dtype), ScaledGemmTile::kSwap192x64) << w[0] << " M=" << m;
       }
-      EXPECT_EQ(scaled_tile(41, w[0], w[1], dtype), by_k) << w[0];
+      EXPECT_EQ(scaled_tile(48, w[0], w[1], dtype), by_k) << w[0];
       EXPECT_EQ(scaled_tile(64, w[0], w[1], dtype, true), by_k) << w[0];
     }
     EXPECT_EQ(scaled_tile(48, w[0], w[1], DType::kFP8E4M3, true), ScaledGemmTile::kSwap192x64);

@@ -6,7 +6,7 @@
 // takes 128 x 32 at 17-32 tokens on the small weights over 27 MiB (up to that size gemv_tma
 // lets the next kernel launch at once), and where its waves are >= 60% full and K > 4096 (or,
 // at 9-16 tokens, its tiles take two waves). At 33-64 tokens 64 x 64 (192 x 64 where
-// 192 channels make one wave and 64 do not, on long K or at 33-40 tokens: 33-48 for fp8 under
+// 192 channels make one wave and 64 do not, on long K or at 33-47 tokens: 33-48 for fp8 under
 // PDL), their channel-tile pairs sharing the token tile; 64 x 32 on the 4096-wide weights.
 // Otherwise the GEMVs read the weight once with no tile padding (the mma.sync split-K one for
 // int8 on small weights with K <= 4096 up to 8 tokens, 16 where the pairs fit or K <= 2048;
@@ -257,17 +257,19 @@ ScaledGemmConfig choose_scaled_gemm_config(std::int64_t m, std::int64_t n, std::
       // 64 on the weights over 32 MiB (14336 x 4096 fp8 on a stream: swap64x64 23.07 us at 33,
       // 21.30 at 40, 19.56 at 64; gemv_tma 17.94 at 32, 24.99 at 33), while the 192-channel
       // tile, which streams three times the weight per token tile, held its time (21.1 at 33,
-      // 20.5 at 64). So on K <= 4096 too it takes 33-40 tokens, and 41-48 for fp8 under PDL.
+      // 20.5 at 64). So on K <= 4096 too it takes 33-47 tokens, and 48 for fp8 under PDL.
       // H200, us against swap64x64 (docs/perf/scaled_gemm.md, "33-63 tokens"): 14336 x 4096
       // fp8 at 33 / 36 / 40 21.13 / 21.10 / 20.05 against 23.07 / 22.94 / 21.30 (under PDL at
       // 33-48 18.2-18.6 against 19.0-22.5), 11008 x 4096 18.76 / 18.90 / 18.33 against 19.38 /
       // 19.37 / 18.46; at 40, 22016 x 4096 28.17 against 30.47, 12288 x 4096 18.81 against
       // 20.10, 10240 x 4096 16.81 against 18.16; int8 alike. An A/B on eight weights (three
       // unseen): 33-40 tokens 4-14% faster, under PDL 6-16%, at 44-48 under PDL 2-9% (22016 x
-      // 4096 at 48 1.6% slower).
+      // 4096 at 48 1.6% slower). At 41-47 tokens on a stream (forced, two processes) it was
+      // 1.4-11% faster on six of seven weights, both dtypes; 11008 x 4096 lost 0.8-2.6% (int8
+      // 0.5-5.6%), where swap64x32 was fastest.
       const bool one_wide_wave = tiles(n, 64) > sm_count && tiles(n, 192) <= sm_count;
       const bool partial_token_tile =
-          !small_weight && (m <= 40 || (fp8_under_pdl && m <= 48));
+          !small_weight && (m <= 47 || (fp8_under_pdl && m <= 48));
       config.tile = one_wide_wave && (k > 4096 || partial_token_tile)
                         ? ScaledGemmTile::kSwap192x64
                         : ScaledGemmTile::kSwap64x64;
