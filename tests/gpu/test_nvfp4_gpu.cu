@@ -295,6 +295,22 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
     EXPECT_TRUE(download_bf16(d_sparse) == sparse) << "2:4 under PDL";
   }
 
+  // The balanced 2:4 kernel with its activations staged in shared memory (ldmatrix) and read
+  // from global memory: the same B fragments, so the same bits (where the launch cannot run
+  // balanced or staged, both settings run the same kernel).
+  {
+    auto run_with = [&](const char* config) {
+      setenv("LOWBIT_NVFP4_GEMV", config, 1);
+      nvfp4_sparse24_gemv({x, dev3(d_values, 4, DType::kUInt8), dev3(d_indices, 8, DType::kUInt8),
+                           dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_sparse), routing});
+      unsetenv("LOWBIT_NVFP4_GEMV");
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << config;
+      return download_bf16(d_sparse);
+    };
+    const std::vector<std::uint16_t> global_x = run_with("1,8b");
+    EXPECT_TRUE(run_with("1,8bs") == global_x) << "2:4, staged activations";
+  }
+
   // (a) CPU reference, slot by slot in parallel, over the active experts only.
   auto cpu_reference = [&](const Bytes& gemv_w, const Bytes* gemv_i) {
     std::vector<std::uint16_t> y(out_rows * rows, 0xFFFF);
@@ -442,8 +458,10 @@ TEST(Nvfp4GemvGpu, KNotAMultipleOf256) {
 constexpr std::int64_t kExperts = 16, kRows = 256, kCols = 512, kTokens = 6;
 struct SmallMoe {
   Bytes gemv_packed, gemv_scales;
+  Bytes gemv_values, gemv_indices, gemv_sparse_scales;  // its 2:4 pruning, in GEMV layout
   std::vector<float> globals;
-  TensorView gp, gs;  // host views of the GEMV-layout weights
+  TensorView gp, gs;           // host views of the GEMV-layout weights
+  TensorView gv, gi, gss;      // and of the 2:4 ones
 };
 
 SmallMoe make_small_moe(std::mt19937_64& rng) {
@@ -459,6 +477,24 @@ SmallMoe make_small_moe(std::mt19937_64& rng) {
                           w.gp, w.gs);
   w.globals.resize(e);
   for (auto& g : w.globals) g = std::ldexp(1.0f, -7 - static_cast<int>(rng() % 3));
+  Bytes values(e * n * k / 4), indices(e * n * k / 8);
+  for (std::int64_t a = 0; a < e; ++a) {
+    nvfp4_sparsify_24({TensorView::contiguous(packed.data() + a * n * k / 2, DType::kUInt8, {n, k / 2}),
+                       TensorView::contiguous(scales.data() + a * n * k / 16, DType::kFP8E4M3, {n, k / 16}),
+                       w.globals[a],
+                       TensorView::contiguous(values.data() + a * n * k / 4, DType::kUInt8, {n, k / 4}),
+                       TensorView::contiguous(indices.data() + a * n * k / 8, DType::kUInt8, {n, k / 8})});
+  }
+  w.gemv_values.resize(values.size());
+  w.gemv_indices.resize(indices.size());
+  w.gemv_sparse_scales.resize(scales.size());
+  w.gv = TensorView::contiguous(w.gemv_values.data(), DType::kUInt8, {e, n, k / 4});
+  w.gi = TensorView::contiguous(w.gemv_indices.data(), DType::kUInt8, {e, n, k / 8});
+  w.gss = TensorView::contiguous(w.gemv_sparse_scales.data(), DType::kFP8E4M3, {e, n, k / 16});
+  nvfp4_sparse24_relayout_for_gemv(TensorView::contiguous(values.data(), DType::kUInt8, {e, n, k / 4}),
+                                   TensorView::contiguous(indices.data(), DType::kUInt8, {e, n, k / 8}),
+                                   TensorView::contiguous(scales.data(), DType::kFP8E4M3, {e, n, k / 16}),
+                                   w.gv, w.gi, w.gss);
   return w;
 }
 
@@ -530,8 +566,9 @@ TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
 TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
   // The routing lists and the activations are written by a kernel that lets the GEMV start at
   // once and writes them 50 us after the GEMV is enqueued; until then the device holds another
-  // routing and other activations. Every dense configuration (forced in turn) must see only the
-  // new ones; and, with the new lists already in place, the same under PDL with no producer.
+  // routing and other activations. Every configuration (forced in turn), dense and 2:4, must see
+  // only the new ones; and, with the new lists already in place, the same under PDL with no
+  // producer. The 2:4 kernel with staged activations (1,8bs) copies x after its wait.
   std::mt19937_64 rng(testing::test_seed() ^ ++salt);
   SmallMoe w = make_small_moe(rng);
   const std::vector<std::uint8_t> x_old = testing::random_activations(DType::kBF16, kTokens, kCols, kCols, ++salt);
@@ -539,32 +576,44 @@ TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
   std::vector<std::int32_t> ids = {9, -1, 3, 5}, offsets = {0, 2, 2, 6, 8}, toks = {5, 4, 3, 2, 1, 0, 2, 2};
   const std::vector<std::int32_t> ids_old = {3, 7, -1, 9}, offsets_old = {0, 3, 5, 5, 8},
                                    toks_old = {0, 1, 2, 3, 4, 5, 0, 1};
-  std::vector<std::uint16_t> expected(8 * kRows, 0xFFFF);
-  nvfp4_gemv({TensorView::contiguous(x.data(), DType::kBF16, {kTokens, kCols}), w.gp, w.gs,
-              TensorView::contiguous(w.globals.data(), DType::kFP32, {kExperts}),
-              TensorView::contiguous(expected.data(), DType::kBF16, {8, kRows}),
-              Nvfp4MoeRouting{TensorView::contiguous(ids.data(), DType::kInt32, {4}),
-                              TensorView::contiguous(offsets.data(), DType::kInt32, {5}),
-                              TensorView::contiguous(toks.data(), DType::kInt32, {8})}});
+  const TensorView host_x = TensorView::contiguous(x.data(), DType::kBF16, {kTokens, kCols});
+  const TensorView host_globals = TensorView::contiguous(w.globals.data(), DType::kFP32, {kExperts});
+  const Nvfp4MoeRouting host_routing{TensorView::contiguous(ids.data(), DType::kInt32, {4}),
+                                     TensorView::contiguous(offsets.data(), DType::kInt32, {5}),
+                                     TensorView::contiguous(toks.data(), DType::kInt32, {8})};
+  std::vector<std::uint16_t> expected_dense(8 * kRows, 0xFFFF), expected_sparse(8 * kRows, 0xFFFF);
+  nvfp4_gemv({host_x, w.gp, w.gs, host_globals,
+              TensorView::contiguous(expected_dense.data(), DType::kBF16, {8, kRows}), host_routing});
+  nvfp4_sparse24_gemv({host_x, w.gv, w.gi, w.gss, host_globals,
+                       TensorView::contiguous(expected_sparse.data(), DType::kBF16, {8, kRows}), host_routing});
 
-  DeviceBuffer d_packed(w.gemv_packed.size()), d_scales(w.gemv_scales.size()), d_globals(kExperts * 4),
+  DeviceBuffer d_packed(w.gemv_packed.size()), d_scales(w.gemv_scales.size()), d_values(w.gemv_values.size()),
+      d_indices(w.gemv_indices.size()), d_sparse_scales(w.gemv_sparse_scales.size()), d_globals(kExperts * 4),
       d_x(x.size()), d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * kRows * 2);
   DeviceBuffer new_x(x.size()), new_ids(16), new_offsets(20), new_tokens(32);
   d_packed.upload(w.gemv_packed);
   d_scales.upload(w.gemv_scales);
+  d_values.upload(w.gemv_values);
+  d_indices.upload(w.gemv_indices);
+  d_sparse_scales.upload(w.gemv_sparse_scales);
   d_globals.upload(w.globals);
   new_x.upload(x);
   new_ids.upload(ids);
   new_offsets.upload(offsets);
   new_tokens.upload(toks);
-  Nvfp4GemvArgs args{TensorView::contiguous(d_x.data(), DType::kBF16, {kTokens, kCols}, Device::kCUDA),
-                     TensorView::contiguous(d_packed.data(), DType::kUInt8, {kExperts, kRows, kCols / 2}, Device::kCUDA),
-                     TensorView::contiguous(d_scales.data(), DType::kFP8E4M3, {kExperts, kRows, kCols / 16}, Device::kCUDA),
-                     TensorView::contiguous(d_globals.data(), DType::kFP32, {kExperts}, Device::kCUDA),
-                     TensorView::contiguous(d_out.data(), DType::kBF16, {8, kRows}, Device::kCUDA),
-                     Nvfp4MoeRouting{device_vector(d_ids, ids_old, DType::kInt32),
-                                     device_vector(d_offsets, offsets_old, DType::kInt32),
-                                     device_vector(d_tokens, toks_old, DType::kInt32)}};
+  auto weights = [&](DeviceBuffer& b, std::int64_t div, DType dtype) {
+    return TensorView::contiguous(b.data(), dtype, {kExperts, kRows, kCols / div}, Device::kCUDA);
+  };
+  const TensorView dx = TensorView::contiguous(d_x.data(), DType::kBF16, {kTokens, kCols}, Device::kCUDA);
+  const TensorView dglobals = TensorView::contiguous(d_globals.data(), DType::kFP32, {kExperts}, Device::kCUDA);
+  const TensorView dout = TensorView::contiguous(d_out.data(), DType::kBF16, {8, kRows}, Device::kCUDA);
+  const Nvfp4MoeRouting routing{device_vector(d_ids, ids_old, DType::kInt32),
+                                device_vector(d_offsets, offsets_old, DType::kInt32),
+                                device_vector(d_tokens, toks_old, DType::kInt32)};
+  Nvfp4GemvArgs dense{dx, weights(d_packed, 2, DType::kUInt8), weights(d_scales, 16, DType::kFP8E4M3),
+                      dglobals, dout, routing};
+  Nvfp4Sparse24GemvArgs sparse{dx, weights(d_values, 4, DType::kUInt8), weights(d_indices, 8, DType::kUInt8),
+                               weights(d_sparse_scales, 16, DType::kFP8E4M3), dglobals, dout, routing};
   testing::SlowCopies copies;
   copies.jobs[0] = {d_x.data(), new_x.data(), static_cast<std::int64_t>(x.size())};
   copies.jobs[1] = {d_ids.data(), new_ids.data(), 16};
@@ -575,43 +624,52 @@ TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
   testing::HeldProducer producer;
   cudaStream_t stream;
   LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  auto count_bad = [&] {
-    const std::vector<std::uint16_t> got = d_out.download<std::uint16_t>();
-    std::int64_t bad = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const double g = bf16_to_float(got[i]), e = bf16_to_float(expected[i]);
-      if (std::isnan(g) && std::isnan(e)) continue;  // the idle slot's rows (none here)
-      if (!(std::fabs(g - e) <= std::fabs(e) / 64 + 1e-3)) ++bad;
+  for (bool is_sparse : {false, true}) {
+    const std::vector<std::uint16_t>& expected = is_sparse ? expected_sparse : expected_dense;
+    auto count_bad = [&] {
+      const std::vector<std::uint16_t> got = d_out.download<std::uint16_t>();
+      std::int64_t bad = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double g = bf16_to_float(got[i]), e = bf16_to_float(expected[i]);
+        if (std::isnan(g) && std::isnan(e)) continue;  // the idle slot's rows (none here)
+        if (!(std::fabs(g - e) <= std::fabs(e) / 64 + 1e-3)) ++bad;
+      }
+      return bad;
+    };
+    auto launch = [&](bool pdl) {
+      dense.enable_pdl = sparse.enable_pdl = pdl;
+      if (is_sparse) {
+        nvfp4_sparse24_gemv(sparse, stream);
+      } else {
+        nvfp4_gemv(dense, stream);
+      }
+    };
+    for (const char* config : {"", "1,4", "1,8", "2,4", "4,4", "1,4b", "1,8b", "1,8bs"}) {
+      SCOPED_TRACE(std::string(is_sparse ? "2:4" : "dense") + " LOWBIT_NVFP4_GEMV=" + config);
+      if (*config != 0) setenv("LOWBIT_NVFP4_GEMV", config, 1);
+      // A plain run first loads the kernel's module, which would wait for the held producer.
+      launch(false);
+      LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+      d_x.upload(x);
+      d_ids.upload(ids);
+      d_offsets.upload(offsets);
+      d_tokens.upload(toks);
+      d_out.fill_byte(0xFF);
+      launch(true);
+      LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+      EXPECT_EQ(count_bad(), 0) << "routing in place";
+      d_x.upload(x_old);
+      d_ids.upload(ids_old);
+      d_offsets.upload(offsets_old);
+      d_tokens.upload(toks_old);
+      d_out.fill_byte(0xFF);
+      LOWBIT_TEST_CUDA(producer.enqueue(copies, stream));
+      launch(true);
+      producer.release();
+      LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+      unsetenv("LOWBIT_NVFP4_GEMV");
+      EXPECT_EQ(count_bad(), 0) << "routing written behind the launch";
     }
-    return bad;
-  };
-  for (const char* config : {"", "1,4", "1,8", "2,4", "4,4", "1,4b", "1,8b"}) {
-    SCOPED_TRACE(std::string("LOWBIT_NVFP4_GEMV=") + config);
-    if (*config != 0) setenv("LOWBIT_NVFP4_GEMV", config, 1);
-    // A plain run first loads the kernel's module, which would wait for the held producer.
-    args.enable_pdl = false;
-    nvfp4_gemv(args, stream);
-    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
-    args.enable_pdl = true;
-    d_x.upload(x);
-    d_ids.upload(ids);
-    d_offsets.upload(offsets);
-    d_tokens.upload(toks);
-    d_out.fill_byte(0xFF);
-    nvfp4_gemv(args, stream);
-    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
-    EXPECT_EQ(count_bad(), 0) << "routing in place";
-    d_x.upload(x_old);
-    d_ids.upload(ids_old);
-    d_offsets.upload(offsets_old);
-    d_tokens.upload(toks_old);
-    d_out.fill_byte(0xFF);
-    LOWBIT_TEST_CUDA(producer.enqueue(copies, stream));
-    nvfp4_gemv(args, stream);
-    producer.release();
-    LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
-    unsetenv("LOWBIT_NVFP4_GEMV");
-    EXPECT_EQ(count_bad(), 0) << "routing written behind the launch";
   }
   cudaStreamDestroy(stream);
 }

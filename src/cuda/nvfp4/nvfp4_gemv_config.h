@@ -14,13 +14,25 @@ struct Nvfp4GemvConfig {
   // One warp per tile only: split the launch's rounds evenly over the resident warps (units of
   // one tile, 8 tokens; units split between a block's warps) instead of whole items per warp.
   bool balanced = false;
+  // Balanced, window of 8, 2:4: the token rows staged in shared memory for ldmatrix
+  // (sm90_nvfp4_gemv_staged_x.cuh) when they fit; ignored otherwise.
+  bool stage_x = false;
 };
 
-// Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll>[b] (b: balanced) overrides it and
+// Activation rows the balanced 2:4 kernel stages in shared memory per block, at most (4 blocks
+// per SM; DeepSeek-V3 down at M = 1: 4 KB), padded by 16 bytes a row against bank conflicts.
+inline constexpr std::int64_t kStagedXBytes = 32 * 1024;
+constexpr std::int64_t staged_x_row_bytes(std::int64_t cols) { return cols * 2 + 16; }
+constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols) {
+  return tokens > 0 && tokens * staged_x_row_bytes(cols) <= kStagedXBytes;
+}
+
+// Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll>[b[s]] (b: balanced, s: staged
+// activations) overrides it and
 // LOWBIT_PRINT_CONFIG=1 prints it.
 // `pairs`: routed (token, expert) rows of the output, known on the host, unlike how many slots
-// are active.
-Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
-                                         std::int64_t slots, std::int64_t pairs, bool sparse);
+// are active; `tokens`: rows of x.
+Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, std::int64_t slots,
+                                         std::int64_t pairs, std::int64_t tokens, bool sparse);
 
 }  // namespace lowbit::cuda

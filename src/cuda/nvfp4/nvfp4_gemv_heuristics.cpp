@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "nvfp4_gemv_config.h"
 #include "../../common/config_print.h"
@@ -18,23 +19,26 @@ bool parse_override(Nvfp4GemvConfig& config) {
   const char* text = std::getenv("LOWBIT_NVFP4_GEMV");
   if (text == nullptr) return false;
   int warps = 0, unroll = 0;
-  char balanced = 0;
-  const int fields = std::sscanf(text, "%d,%d%c", &warps, &unroll, &balanced);
-  if (fields < 2 || (fields == 3 && (balanced != 'b' || warps != 1)) ||
-      !(warps == 1 || warps == 2 || warps == 4) || !(unroll == 4 || unroll == 8) ||
-      (warps > 1 && unroll == 8)) {
+  char suffix[4] = {};
+  const int fields = std::sscanf(text, "%d,%d%3s", &warps, &unroll, suffix);
+  const std::string kind = fields == 3 ? suffix : "";
+  const bool staged = kind == "bs";
+  if (fields < 2 || !(kind.empty() || kind == "b" || staged) || (!kind.empty() && warps != 1) ||
+      (staged && unroll != 8) || !(warps == 1 || warps == 2 || warps == 4) ||
+      !(unroll == 4 || unroll == 8) || (warps > 1 && unroll == 8)) {
     std::fprintf(stderr,
-                 "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1,4 1,8 2,4 4,4 1,4b or 1,8b)\n", text);
+                 "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1,4 1,8 2,4 4,4 1,4b 1,8b or 1,8bs)\n",
+                 text);
     return false;
   }
-  config = {warps, unroll, fields == 3};
+  config = {warps, unroll, !kind.empty(), staged};
   return true;
 }
 
 }  // namespace
 
-Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
-                                         std::int64_t slots, std::int64_t pairs, bool sparse) {
+Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, std::int64_t slots,
+                                         std::int64_t pairs, std::int64_t tokens, bool sparse) {
   Nvfp4GemvConfig config;
   if (!parse_override(config)) {
     // Slots with no token cost one early exit, so count at most one slot per routed row.
@@ -48,6 +52,14 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
       config = {4, 4};
     } else if (tiles < 132 * 8 && chunks >= 16) {
       config = {2, 4};
+    } else if (pairs <= 32 && cols <= 2048 && chunks % 8 == 0 &&
+               (!sparse || staged_x_fits(tokens, cols))) {
+      // A few tokens over short rows (MoE down projections): the balanced kernel, the 2:4 one
+      // with its activations staged in shared memory. NVIDIA H200, forty-third session, stream /
+      // graph + PDL: DeepSeek-V3 down M = 1 2:4 -1.5 / -1.8% (dense was balanced already), M = 4
+      // dense -3.5 / -3.6% and 2:4 -8 / -11%; Qwen3-Next down M = 1 dense -5 / -28%, 2:4
+      // -9 / -20%.
+      config = {1, 8, true, sparse};
     } else if (pairs <= 16 && chunks >= 24) {
       // Balanced when whole tiles would give some warps two and others one (DeepSeek down at
       // M = 1: 3584 tiles on 2112 warps, 8-10% faster; at most one tile per warp: no gain).
@@ -56,12 +68,14 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols,
       config = {1, 4};
     }
   }
-  detail::print_config_once("nvfp4_%sgemv rows=%lld cols=%lld slots=%lld pairs=%lld: "
-                            "warps_per_tile=%d unroll=%d%s",
+  detail::print_config_once("nvfp4_%sgemv rows=%lld cols=%lld slots=%lld pairs=%lld tokens=%lld: "
+                            "warps_per_tile=%d unroll=%d%s%s",
                             sparse ? "sparse24_" : "", static_cast<long long>(rows),
                             static_cast<long long>(cols), static_cast<long long>(slots),
-                            static_cast<long long>(pairs), config.warps_per_tile, config.unroll,
-                            config.balanced ? " balanced" : "");
+                            static_cast<long long>(pairs), static_cast<long long>(tokens),
+                            config.warps_per_tile, config.unroll,
+                            config.balanced ? " balanced" : "",
+                            config.stage_x ? " staged_x" : "");
   return config;
 }
 

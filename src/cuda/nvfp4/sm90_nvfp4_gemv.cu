@@ -26,6 +26,7 @@
 #include "nvfp4_launch.h"
 #include "sm90_nvfp4_gemv_balanced.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
+#include "sm90_nvfp4_gemv_staged_x.cuh"
 
 namespace lowbit::cuda {
 
@@ -239,10 +240,11 @@ template <bool kSparse>
 void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_t stream) {
   const char* op = kSparse ? kSparseOp : kDenseOp;
   const std::int64_t tiles = p.rows / 16;
-  auto launch_with = [&](auto kernel, dim3 grid) {
+  auto launch_with = [&](auto kernel, dim3 grid, std::size_t shared_bytes = 0) {
     KernelLaunch shape;
     shape.grid = grid;
     shape.threads = kThreads;
+    shape.shared_bytes = shared_bytes;
     shape.dependent = p.dependent_launch;
     check_cuda(launch_kernel(kernel, p, shape, stream), op, "kernel launch");
   };
@@ -267,10 +269,20 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
   };
   if (config.balanced && balanced_stream_fits(p, config.unroll)) {
     const int sms = current_device_sm_count(op);
+    if constexpr (kSparse) {
+      if (config.unroll == 8 && config.stage_x && staged_x_fits(p.tokens, p.cols)) {
+        constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true>;
+        const auto rows_bytes = static_cast<std::size_t>(p.tokens * staged_x_row_bytes(p.cols));
+        launch_with(kernel, dim3(kBalancedBlocksPerSm<8> * sms),
+                    staged_x_shared_bytes<kernel>(kBalancedBlocksPerSm<8>, rows_bytes, op));
+        check_launch(op);
+        return;
+      }
+    }
     if (config.unroll == 8) {
-      launch_with(nvfp4_gemv_balanced_kernel<kSparse, 8>, dim3(kBalancedBlocksPerSm<8> * sms));
+      launch_with(nvfp4_gemv_balanced_kernel<kSparse, 8, false>, dim3(kBalancedBlocksPerSm<8> * sms));
     } else {
-      launch_with(nvfp4_gemv_balanced_kernel<kSparse, 4>, dim3(kBalancedBlocksPerSm<4> * sms));
+      launch_with(nvfp4_gemv_balanced_kernel<kSparse, 4, false>, dim3(kBalancedBlocksPerSm<4> * sms));
     }
     check_launch(op);
     return;
@@ -296,7 +308,7 @@ void launch_nvfp4_gemv(const Nvfp4GemvParams& p, cudaStream_t stream) {
   }
   if (p.slots == 0 || p.rows == 0) return;
   const Nvfp4GemvConfig config =
-      choose_nvfp4_gemv_config(p.rows, p.cols, p.slots, p.output_rows, sparse);
+      choose_nvfp4_gemv_config(p.rows, p.cols, p.slots, p.output_rows, p.tokens, sparse);
   if (sparse) {
     launch<true>(p, config, stream);
   } else {

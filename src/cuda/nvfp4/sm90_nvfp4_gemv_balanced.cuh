@@ -19,6 +19,7 @@
 #include "../common/kernel_launch.cuh"
 #include "sm90_nvfp4_gemv_balanced_start.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
+#include "sm90_nvfp4_gemv_staged_x.cuh"
 
 namespace lowbit::cuda::nvfp4_gemv {
 
@@ -33,10 +34,16 @@ struct StreamState {
   int owned_tile;
 };
 
-template <bool kSparse, int kUnroll>
+// The lane's ldmatrix address of a unit's staged activation rows (sm90_nvfp4_gemv_staged_x.cuh).
+__device__ __forceinline__ unsigned staged_x_of(const Nvfp4GemvParams& p, const RowTokens& row_tokens,
+                                                const SlotRows& rows, const std::uint8_t* staged) {
+  return staged_x_row(p, staged, row_tokens.token(p, rows, threadIdx.x % 8));
+}
+
+template <bool kSparse, int kUnroll, bool kStagedX>
 __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables& tables,
                                                 const BlockItems& items, const SlotInfo& table_info,
-                                                const RowTokens& row_tokens) {
+                                                const RowTokens& row_tokens, std::uint8_t* staged) {
   __shared__ StreamState state[kGemvWarpsPerBlock];
   __shared__ float partial[kGemvWarpsPerBlock][4][32];
   __shared__ float owned[kGemvWarpsPerBlock][4][32];
@@ -63,16 +70,35 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
     for (int u = 0; u < kHalf; ++u) w[u] = load_chunk<kSparse>(cursor, u);
   }
   if (!p.dependent_launch) fill_tables(tables);
+  if constexpr (kStagedX) {
+    stage_x(p, staged);
+    wait_staged_x();
+  }
   if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
   __syncthreads();
   if (works) {
     bool started_here = k == 0;
-    const std::uint16_t* x_cursor[1] = {row_tokens.x_row<kSparse>(p, first_rows, lane / 4)};
-    x_cursor[0] += k * kUnroll * 64;
+    // Global rows (x_cursor) or, kStagedX, the staged rows (x_staged, bytes): at the round.
+    const std::uint16_t* x_cursor[1] = {nullptr};
+    unsigned x_staged = 0;
+    if constexpr (kStagedX) {
+      x_staged = staged_x_of(p, row_tokens, first_rows, staged) + k * kUnroll * 128;
+    } else {
+      x_cursor[0] = row_tokens.x_row<kSparse>(p, first_rows, lane / 4);
+      x_cursor[0] += k * kUnroll * 64;
+    }
+    auto load_x = [&](const std::uint16_t* const (&rows)[1], unsigned staged_row, int chunk,
+                      std::uint32_t(&x)[1][8]) {
+      if constexpr (kStagedX) {
+        load_staged_activations(staged_row, chunk, x);
+      } else {
+        load_activations<kSparse>(rows, chunk, x);
+      }
+    };
     if (lane == 0) st.walk = start.walk, st.rows = first_rows, st.tile = start.walk.tile;
     __syncwarp();
     std::uint32_t x[1][8];
-    load_activations<kSparse>(x_cursor, 0, x);
+    load_x(x_cursor, x_staged, 0, x);
     float acc[1][4] = {};
     for (int round = round_begin; round < round_end; ++round) {
       const bool more = round + 1 < round_end;
@@ -80,7 +106,9 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
       // Where the next round is: further along this tile, or the next unit's first round.
       TileAddress next = cursor;
       next.advance<kSparse>(kUnroll);
-      const std::uint16_t* x_next[1] = {x_cursor[0] + kUnroll * 64};
+      const std::uint16_t* x_next[1] = {nullptr};
+      unsigned x_staged_next = x_staged + kUnroll * 128;
+      if constexpr (!kStagedX) x_next[0] = x_cursor[0] + kUnroll * 64;
       if (unit_ends && more) {
         UnitWalker walk = st.walk;
         walk.next(p);
@@ -88,9 +116,14 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
         next = tile_address<kSparse>(p, rows.expert_ok ? rows.expert : 0, walk.tile);
         // Units of one slot and pass share their token rows, so only a new slot or pass reads
         // the token list (its round trip held up the next round's start at every unit).
-        x_next[0] = walk.slot == st.walk.slot && walk.pass == st.walk.pass
-                        ? x_cursor[0] - k * kUnroll * 64
-                        : row_tokens.x_row<kSparse>(p, rows, lane / 4);
+        const bool same_rows = walk.slot == st.walk.slot && walk.pass == st.walk.pass;
+        if constexpr (kStagedX) {
+          x_staged_next = same_rows ? x_staged - k * kUnroll * 128
+                                    : staged_x_of(p, row_tokens, rows, staged);
+        } else {
+          x_next[0] = same_rows ? x_cursor[0] - k * kUnroll * 64
+                                : row_tokens.x_row<kSparse>(p, rows, lane / 4);
+        }
         __syncwarp();
         if (lane == 0) st.walk = walk;
       }
@@ -116,9 +149,9 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
             multiply_chunk(w[u], tables, x, acc);
           }
           if (u + 1 < kUnroll) {
-            load_activations<kSparse>(x_cursor, u + 1, x);
+            load_x(x_cursor, x_staged, u + 1, x);
           } else if (more) {
-            load_activations<kSparse>(x_next, 0, x);
+            load_x(x_next, x_staged_next, 0, x);
           }
         }
       }
@@ -151,6 +184,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
       started_here = started_here || unit_ends;
       cursor = next;
       x_cursor[0] = x_next[0];
+      x_staged = x_staged_next;
     }
   }
   __syncthreads();
@@ -187,7 +221,9 @@ inline bool balanced_stream_fits(const Nvfp4GemvParams& p, int unroll) {
          (p.expert_ids == nullptr || p.slots <= p.output_rows) && max_rounds < (std::int64_t{1} << 31);
 }
 
-template <bool kSparse, int kUnroll>
+// kStagedX (2:4 only): the token rows are copied to dynamic shared memory (tokens *
+// staged_x_row_bytes).
+template <bool kSparse, int kUnroll, bool kStagedX>
 __global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
     nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
   __shared__ Tables tables;
@@ -209,7 +245,12 @@ __global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
       p.slots <= 32 ? read_slot(p, threadIdx.x % 32) : SlotInfo{-1, 0, 0, 0};
   const RowTokens row_tokens = RowTokens::read(p);
   if (!p.dependent_launch) items = block_items<kUnroll>(p);
-  balanced_rounds<kSparse, kUnroll>(p, tables, items, table_info, row_tokens);
+  if constexpr (kStagedX) {
+    extern __shared__ __align__(16) std::uint8_t staged_x[];
+    balanced_rounds<kSparse, kUnroll, kStagedX>(p, tables, items, table_info, row_tokens, staged_x);
+  } else {
+    balanced_rounds<kSparse, kUnroll, kStagedX>(p, tables, items, table_info, row_tokens, nullptr);
+  }
 }
 
 }  // namespace lowbit::cuda::nvfp4_gemv

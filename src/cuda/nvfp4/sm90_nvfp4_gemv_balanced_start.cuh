@@ -81,6 +81,12 @@ struct RowTokens {
     const int lane = threadIdx.x % 32;
     return RowTokens{p.output_rows <= 32 && lane < p.output_rows ? token_of(p, lane) : -1};
   }
+  // The token of output column `column` of a unit (absent: -1).
+  __device__ __forceinline__ int token(const Nvfp4GemvParams& p, const SlotRows& s, int column) const {
+    if (p.output_rows > 32) return column < s.count ? token_of(p, s.first + column) : -1;
+    const int token = __shfl_sync(0xffffffffu, lane_token, (s.first + column) & 31);
+    return column < s.count ? token : -1;
+  }
   // The lane's activation row for output column `column` of a unit (absent tokens: row 0).
   template <bool kSparse>
   __device__ __forceinline__ const std::uint16_t* x_row(const Nvfp4GemvParams& p, const SlotRows& s,

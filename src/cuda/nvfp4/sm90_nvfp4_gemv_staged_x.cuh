@@ -1,0 +1,108 @@
+// Activations staged in shared memory for the balanced 2:4 GEMV kernel (window of 8, few
+// tokens), read by `ldmatrix`. Included by sm90_nvfp4_gemv_balanced.cuh only.
+//
+// A 2:4 lane's B fragments are eight 4-byte words a chunk, each half of a group of 4 K values
+// whose other half sits in the neighbouring lane (load_activations), so from global memory they
+// cost eight loads a chunk, which kept the 2:4 kernel's load pipe ~46% busy (ncu, twenty-first
+// session; docs/perf/nvfp4_gemv.md). Staged in the order below, one `ldmatrix.x4` gives a lane
+// the four words of a sparse step: two instructions a chunk instead of eight.
+//
+// Order: per token row, per 64-K chunk, eight 16-byte segments; segment v holds the chunk's
+// 8-byte runs v and 8 + v (K 4v .. 4v + 3 and 32 + 4v .. 32 + 4v + 3). Matrix m of the chunk's
+// ldmatrix s reads segment 4s + m of the row of its token column (lane % 8 supplies it), and
+// lane t of a quad receives the segment's word t: K 4v + 2t (t < 2) or 32 + 4v + 2(t - 2), the
+// word load_activations reads from global memory for v = 4s + m. Rows are padded by 16 bytes so
+// that eight token rows fall in different banks.
+//
+// The same for the dense kernel (its words transposed, 4-byte copies) measured 5% slower on
+// DeepSeek-V3 down at M = 1 (NVIDIA H200, forty-third session), so only 2:4 stages.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "../common/check.cuh"
+#include "sm90_nvfp4_gemv_device.cuh"
+
+namespace lowbit::cuda::nvfp4_gemv {
+
+// Dynamic shared memory for a staged launch of `kKernel`: the rows, or more, so that no more
+// than `blocks_per_sm` blocks fit on an SM. The staged kernels need fewer registers (2:4
+// balanced: 91 against 128), so a fifth block would fit; under programmatic dependent launch the
+// next launch's blocks then fill the SMs that free first, five to an SM there and three
+// elsewhere, and the static split over blocks no longer matches the SMs (2:4 DeepSeek-V3 down at
+// M = 1 under graph + PDL on an H200: 18.2 us unpadded, 17.0-17.2 us padded; forty-third
+// session).
+template <auto kKernel>
+std::size_t staged_x_shared_bytes(int blocks_per_sm, std::size_t rows_bytes, const char* op) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<long long> cached[kMaxDevices] = {};  // padding + 1; 0: not known yet
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
+  long long known = device < kMaxDevices ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (known == 0) {
+    int per_sm = 0, reserved = 0;
+    check_cuda(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
+               op, "cudaDeviceGetAttribute");
+    check_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device),
+               op, "cudaDeviceGetAttribute");
+    cudaFuncAttributes attributes{};
+    check_cuda(cudaFuncGetAttributes(&attributes, kKernel), op, "cudaFuncGetAttributes");
+    // One byte more than a share of (blocks_per_sm + 1) blocks, rounded up to 16.
+    const long long share = per_sm / (blocks_per_sm + 1) - reserved -
+                            static_cast<long long>(attributes.sharedSizeBytes) + 1;
+    known = (std::max(share, 0LL) + 15) / 16 * 16 + 1;
+    if (device < kMaxDevices) cached[device].store(known, std::memory_order_relaxed);
+  }
+  return std::max(rows_bytes, static_cast<std::size_t>(known - 1));
+}
+
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+// Every thread of the block copies its share of the token rows, an 8-byte run a copy, in the
+// staged order; the caller waits (wait_staged_x) and takes a block barrier before reading them.
+__device__ __forceinline__ void stage_x(const Nvfp4GemvParams& p, std::uint8_t* staged) {
+  const int runs_per_row = static_cast<int>(p.cols / 4);
+  const int row_bytes = static_cast<int>(staged_x_row_bytes(p.cols));
+  const int runs = static_cast<int>(p.tokens) * runs_per_row;
+  for (int r = threadIdx.x; r < runs; r += blockDim.x) {
+    const int token = r / runs_per_row, run = r - token * runs_per_row;
+    const int chunk = run / 16, in_chunk = run % 16;
+    const std::uint16_t* from = p.x + token * p.x_row_stride + run * 4;
+    const unsigned to = shared_address(staged + token * row_bytes + chunk * 128 +
+                                       (in_chunk % 8) * 16 + (in_chunk / 8) * 8);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(to), "l"(from) : "memory");
+  }
+}
+
+__device__ __forceinline__ void wait_staged_x() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+// The lane's ldmatrix address at chunk 0 of token `token`'s staged row (absent or out-of-range
+// tokens: row 0, as x_row_of_token), for the lane's matrix (lane / 8).
+__device__ __forceinline__ unsigned staged_x_row(const Nvfp4GemvParams& p, const std::uint8_t* staged,
+                                                 int token) {
+  const int lane = threadIdx.x % 32;
+  const bool x_ok = token >= 0 && token < p.tokens;
+  return shared_address(staged) +
+         static_cast<unsigned>((x_ok ? token : 0) * staged_x_row_bytes(p.cols) + (lane / 8) * 16);
+}
+
+// The lane's B fragments of chunk `chunk` (load_activations' words, from the staged rows).
+__device__ __forceinline__ void load_staged_activations(unsigned row, int chunk,
+                                                        std::uint32_t (&x)[1][8]) {
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(x[0][4 * s]), "=r"(x[0][4 * s + 1]), "=r"(x[0][4 * s + 2]),
+                   "=r"(x[0][4 * s + 3])
+                 : "r"(row + chunk * 128 + s * 64));
+  }
+}
+
+}  // namespace lowbit::cuda::nvfp4_gemv

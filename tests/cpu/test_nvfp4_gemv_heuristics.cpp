@@ -1,0 +1,60 @@
+// The NVFP4 GEMV configuration choice on the rows of `lowbit bench nvfp4` it was measured on
+// (H200; docs/perf/nvfp4_gemv.md): host code of the CUDA build, checked without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "../../src/cuda/nvfp4/nvfp4_gemv_config.h"
+
+namespace {
+
+using lowbit::cuda::Nvfp4GemvConfig;
+
+// rows x cols per expert, `experts` active slots, `pairs` routed rows, `tokens` rows of x.
+Nvfp4GemvConfig choose(std::int64_t rows, std::int64_t cols, std::int64_t experts, std::int64_t pairs,
+                       std::int64_t tokens, bool sparse) {
+  unsetenv("LOWBIT_NVFP4_GEMV");
+  return lowbit::cuda::choose_nvfp4_gemv_config(rows, cols, experts, pairs, tokens, sparse);
+}
+
+void expect_config(const Nvfp4GemvConfig& c, int warps, int unroll, bool balanced, bool staged) {
+  EXPECT_EQ(c.warps_per_tile, warps);
+  EXPECT_EQ(c.unroll, unroll);
+  EXPECT_EQ(c.balanced, balanced);
+  EXPECT_EQ(c.stage_x, staged);
+}
+
+TEST(Nvfp4GemvHeuristics, DownProjectionsOfAFewTokensRunBalanced) {
+  for (bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "2:4" : "dense");
+    // DeepSeek-V3 down (7168 x 2048) at M = 1 and 4 (top-8 of 256), Qwen3-Next down (2048 x 512)
+    // at M = 1 (top-10 of 512); 2:4 stages its activations.
+    expect_config(choose(7168, 2048, 8, 8, 1, sparse), 1, 8, true, sparse);
+    expect_config(choose(7168, 2048, 30, 32, 4, sparse), 1, 8, true, sparse);
+    expect_config(choose(2048, 512, 10, 10, 1, sparse), 1, 8, true, sparse);
+    // Qwen3-Next down at M = 4 (40 routed rows): the window of 4, as before.
+    expect_config(choose(2048, 512, 37, 40, 4, sparse), 1, 4, false, false);
+    // Qwen3-30B-A3B down (2048 x 768): 12 chunks, not whole rounds of 8.
+    expect_config(choose(2048, 768, 8, 8, 1, sparse), 1, 4, false, false);
+  }
+  // 2:4 whose token rows do not fit the staging buffer (32 tokens of 4 KB) keeps the old rule.
+  expect_config(choose(7168, 2048, 32, 32, 32, true), 1, 4, false, false);
+}
+
+TEST(Nvfp4GemvHeuristics, GateUpProjections) {
+  // DeepSeek-V3 gate_up (4096 x 7168) at M = 1: one warp per tile, window of 8, per item.
+  expect_config(choose(4096, 7168, 8, 8, 1, true), 1, 8, false, false);
+  // Qwen3-30B-A3B gate_up (1536 x 2048) at M = 1: too few tiles, K split over 2 warps.
+  expect_config(choose(1536, 2048, 8, 8, 1, true), 2, 4, false, false);
+}
+
+TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {
+  setenv("LOWBIT_NVFP4_GEMV", "1,8bs", 1);
+  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, true, true);
+  setenv("LOWBIT_NVFP4_GEMV", "1,4bs", 1);  // staging needs the window of 8: ignored
+  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, false, false);
+  unsetenv("LOWBIT_NVFP4_GEMV");
+}
+
+}  // namespace
