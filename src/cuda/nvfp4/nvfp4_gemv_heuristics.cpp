@@ -55,10 +55,10 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
     } else if (pairs <= 32 && cols <= 2048 && chunks % 8 == 0 &&
                (!sparse || staged_x_fits(tokens, cols))) {
       // A few tokens over short rows (MoE down projections): the balanced kernel, the 2:4 one
-      // with its activations staged in shared memory. NVIDIA H200, forty-third session, stream /
-      // graph + PDL: DeepSeek-V3 down M = 1 2:4 -1.5 / -1.8% (dense was balanced already), M = 4
-      // dense -3.5 / -3.6% and 2:4 -8 / -11%; Qwen3-Next down M = 1 dense -5 / -28%, 2:4
-      // -9 / -20%.
+      // with its activations staged in shared memory. NVIDIA H200, forty-third session, against
+      // main on a stream / under graph + PDL: DeepSeek-V3 down M = 1 2:4 -2.5 / -2.2% (dense was
+      // balanced already), M = 4 dense -3.2 / -3.4% and 2:4 -8.3 / -10.6%; Qwen3-Next down
+      // M = 1 dense -7 / -28%, 2:4 -9 / -20%.
       config = {1, 8, true, sparse};
     } else if (pairs <= 16 && chunks >= 24) {
       // Balanced when whole tiles would give some warps two and others one (DeepSeek down at
