@@ -3,6 +3,7 @@
 
 #include "bench.h"
 #include "device_pool.h"
+#include "read_stream.cuh"
 #include "stream_hold.cuh"
 
 #include <cuda_bf16.h>
@@ -187,31 +188,6 @@ double measure_copy_gbps(int samples) {
   return 2.0 * static_cast<double>(bytes) / (timing.median_ms * 1e-3) / 1e9;
 }
 
-namespace {
-// Each thread XORs its 16-byte vectors (4 independent loads in flight per iteration) and writes
-// one word per block, so that no load is removed. Under programmatic dependent launch only that
-// write waits for the previous launch.
-__global__ void read_stream_kernel(const uint4* data, std::int64_t vectors, unsigned* sink) {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  uint4 sum = make_uint4(0, 0, 0, 0);
-  for (; i + 3 * stride < vectors; i += 4 * stride) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = __ldcs(data + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) sum.x ^= v[u].x, sum.y ^= v[u].y, sum.z ^= v[u].z, sum.w ^= v[u].w;
-  }
-  for (; i < vectors; i += stride) {
-    const uint4 v = __ldcs(data + i);
-    sum.x ^= v.x, sum.y ^= v.y, sum.z ^= v.z, sum.w ^= v.w;
-  }
-  const unsigned word = sum.x ^ sum.y ^ sum.z ^ sum.w;
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  if (word == 0x9E3779B9u) sink[blockIdx.x] = word;  // almost never: keeps the loads live
-}
-}  // namespace
 
 double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples, ReadLaunch how) {
   const std::int64_t vectors = (bytes + 15) / 16;
@@ -235,7 +211,7 @@ double measure_read_us(std::int64_t bytes, std::int64_t l2_bytes, int samples, R
         config.stream = bench_stream();
         config.attrs = &dependent;
         config.numAttrs = how == ReadLaunch::kGraphDependent ? 1 : 0;
-        check(cudaLaunchKernelEx(&config, read_stream_kernel,
+        check(cudaLaunchKernelEx(&config, read_stream_kernel<4>,
                                  static_cast<const uint4*>(data.get()) + set * vectors, vectors,
                                  static_cast<unsigned*>(sink.get())),
               "read stream launch");

@@ -5,8 +5,8 @@
 // floor against others, and gives the 2:4 / dense ratio that reads alone reach
 // (docs/perf/nvfp4_gemv.md, "What plain reads allow 2:4").
 //
-// Each variant is a grid-stride read of 16-byte vectors, `kDepth` loads in flight per thread,
-// `blocks_per_sm` blocks of 256 threads per SM; timed held, sampled in turn with the other
+// Each variant is the benches' grid-stride read of 16-byte vectors (read_stream.cuh), `depth`
+// loads in flight per thread, `blocks_per_sm` blocks of 256 threads per SM; timed held, sampled in turn with the other
 // shapes, inputs rotated over 2.5x L2 (bench/harness.cuh).
 //
 // Build (from the repository root; nvcc 13, sm_90a):
@@ -22,32 +22,11 @@
 #include <vector>
 
 #include "harness.cuh"
+#include "read_stream.cuh"
 
 namespace {
 
 using namespace lowbit::bench;
-
-template <int kDepth>
-__global__ void read_kernel(const uint4* data, std::int64_t vectors, unsigned* sink) {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  uint4 sum = make_uint4(0, 0, 0, 0);
-  for (; i + (kDepth - 1) * stride < vectors; i += kDepth * stride) {
-    uint4 v[kDepth];
-#pragma unroll
-    for (int u = 0; u < kDepth; ++u) v[u] = __ldcs(data + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < kDepth; ++u) sum.x ^= v[u].x, sum.y ^= v[u].y, sum.z ^= v[u].z, sum.w ^= v[u].w;
-  }
-  for (; i < vectors; i += stride) {
-    const uint4 v = __ldcs(data + i);
-    sum.x ^= v.x, sum.y ^= v.y, sum.z ^= v.z, sum.w ^= v.w;
-  }
-  const unsigned word = sum.x ^ sum.y ^ sum.z ^ sum.w;
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  if (word == 0x9E3779B9u) sink[blockIdx.x] = word;  // almost never: keeps the loads live
-}
 
 struct Shape {
   int depth, blocks_per_sm;
@@ -57,10 +36,10 @@ constexpr Shape kShapes[] = {{2, 8}, {4, 8}, {8, 8}, {4, 4}, {8, 4}, {16, 2}, {8
 using Kernel = void (*)(const uint4*, std::int64_t, unsigned*);
 Kernel kernel_of(int depth) {
   switch (depth) {
-    case 2: return read_kernel<2>;
-    case 4: return read_kernel<4>;
-    case 8: return read_kernel<8>;
-    default: return read_kernel<16>;
+    case 2: return read_stream_kernel<2>;
+    case 4: return read_stream_kernel<4>;
+    case 8: return read_stream_kernel<8>;
+    default: return read_stream_kernel<16>;
   }
 }
 
