@@ -28,8 +28,7 @@ constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols) {
 }
 
 // Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll>[b[s]] (b: balanced, s: staged
-// activations) overrides it and
-// LOWBIT_PRINT_CONFIG=1 prints it.
+// activations) overrides it and LOWBIT_PRINT_CONFIG=1 prints it.
 // `pairs`: routed (token, expert) rows of the output, known on the host, unlike how many slots
 // are active; `tokens`: rows of x.
 Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, std::int64_t slots,
