@@ -3,13 +3,12 @@
 // name, dtype and shape error.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/temp_path.h"
 #include "lowbit/checkpoint.h"
 #include "lowbit/error.h"
 #include "lowbit/nvfp4.h"
@@ -17,9 +16,7 @@
 namespace lowbit {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "lowbit_ckpt_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return testing::temp_path("lowbit_ckpt_", name); }
 
 std::string read_error(const std::string& path, bool nvfp4) {
   try {

@@ -3,13 +3,12 @@
 // written here, the checkpoint loader's errors, and that the accuracy bar rejects bad output.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/temp_path.h"
 #include "ffn_reference.h"
 #include "ffn_run.h"
 #include "ffn_weights.h"
@@ -21,9 +20,7 @@
 namespace lowbit::tools {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "lowbit_ffn_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return lowbit::testing::temp_path("lowbit_ffn_", name); }
 
 struct BlockFp8 {
   std::vector<std::uint8_t> codes;

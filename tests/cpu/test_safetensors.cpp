@@ -3,23 +3,20 @@
 // lowbit::Error naming the problem, never crash or read past the file).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "common/temp_path.h"
 #include "lowbit/error.h"
 #include "lowbit/safetensors.h"
 
 namespace lowbit {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "lowbit_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return testing::temp_path("lowbit_", name); }
 
 // A file of: declared header length, header text, data bytes.
 std::string raw_file(const std::string& name, const std::string& header, std::size_t data_bytes,
