@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../common/bulk_copy.cuh"
 #include "../common/check.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
 
@@ -57,10 +58,6 @@ std::size_t staged_x_shared_bytes(int blocks_per_sm, std::size_t rows_bytes, con
     if (device < kMaxDevices) cached[device].store(known, std::memory_order_relaxed);
   }
   return std::max(rows_bytes, static_cast<std::size_t>(known - 1));
-}
-
-__device__ __forceinline__ unsigned shared_address(const void* pointer) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
 }
 
 // Every thread of the block copies its share of the token rows, an 8-byte run a copy, in the
