@@ -60,9 +60,11 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
       // balanced already), M = 4 dense -3.2 / -3.4% and 2:4 -8.3 / -10.6%; Qwen3-Next down
       // M = 1 dense -7 / -28%, 2:4 -9 / -20%.
       config = {1, 8, true, sparse};
-    } else if (pairs <= 16 && chunks >= 24) {
+    } else if (pairs <= 16 && chunks >= 12) {
       // Balanced when whole tiles would give some warps two and others one (DeepSeek down at
       // M = 1: 3584 tiles on 2112 warps, 8-10% faster; at most one tile per warp: no gain).
+      // From 12 chunks, not 24 (forty-third session: Qwen3-30B-A3B down at M = 1, K = 768,
+      // dense -2.2 / -13.4% and 2:4 -4.6 / -16.9% on a stream / under graph + PDL).
       config = {1, 8, tiles > 132 * 16 && tiles < 132 * 16 * 2};
     } else {
       config = {1, 4};
