@@ -35,10 +35,11 @@ TEST(Nvfp4GemvHeuristics, DownProjectionsOfAFewTokensRunBalanced) {
     expect_config(choose(2048, 512, 10, 10, 1, sparse), 1, 8, true, sparse);
     // Qwen3-Next down at M = 4 (40 routed rows): the window of 4, as before.
     expect_config(choose(2048, 512, 37, 40, 4, sparse), 1, 4, false, false);
-    // Qwen3-30B-A3B down (2048 x 768): 12 chunks, not whole rounds of 8, so per item; the
-    // window of 8 at M = 1, of 4 at M = 4 (32 routed rows).
-    expect_config(choose(2048, 768, 8, 8, 1, sparse), 1, 8, false, false);
-    expect_config(choose(2048, 768, 29, 32, 4, sparse), 1, 4, false, false);
+    // Qwen3-30B-A3B down (2048 x 768): 12 chunks, not whole rounds of 8, so balanced with the
+    // window of 4 at M = 1 and 4 (32 routed rows); per item with the window of 4 at M = 16.
+    expect_config(choose(2048, 768, 8, 8, 1, sparse), 1, 4, true, false);
+    expect_config(choose(2048, 768, 29, 32, 4, sparse), 1, 4, true, false);
+    expect_config(choose(2048, 768, 80, 128, 16, sparse), 1, 4, false, false);
   }
   // 2:4 whose token rows do not fit the staging buffer (32 tokens of 4 KB) keeps the old rule.
   expect_config(choose(7168, 2048, 32, 32, 32, true), 1, 4, false, false);
