@@ -50,6 +50,12 @@ TEST(Nvfp4GemvHeuristics, GateUpProjections) {
   expect_config(choose(4096, 7168, 8, 8, 1, true), 1, 8, false, false);
   // Qwen3-30B-A3B gate_up (1536 x 2048) at M = 1: too few tiles, K split over 2 warps.
   expect_config(choose(1536, 2048, 8, 8, 1, true), 2, 4, false, false);
+  // Qwen3-Next gate_up (1024 x 2048) at M = 1 (640 tiles): one tile per balanced block.
+  expect_config(choose(1024, 2048, 10, 10, 1, false), 1, 4, true, false);
+  expect_config(choose(1024, 2048, 10, 10, 1, true), 1, 4, true, false);
+  // The same with the launch's whole expert table as slots (idle slots): the balanced kernel
+  // cannot split by items, so K is split over 2 warps as before.
+  expect_config(choose(1024, 2048, 512, 10, 1, false), 2, 4, false, false);
 }
 
 TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {

@@ -48,7 +48,16 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
     // (docs/perf/nvfp4_gemv.md): below ~16 warps per SM, split K so that more warps stream;
     // a window of 8 chunks (16 warps per SM) for a few tokens' long rows; otherwise a window
     // of 4 (24 warps per SM), better for short K and for launches over many experts.
-    if (tiles < 132 * 4 && chunks >= 16) {
+    if (pairs <= 32 && slots <= pairs && tiles > 132 * 4 && tiles <= 132 * 5 &&
+        chunks % 16 == 0) {
+      // At most one tile per block of the balanced window-of-4 kernel (5 blocks per SM): each
+      // tile's K split evenly over its block's 4 warps, 20 warps per SM where (2, 4) runs 8-10
+      // warps of twice the rounds. NVIDIA H200, forty-fourth session, Qwen3-Next-80B-A3B gate_up
+      // at M = 1 (640 tiles) against (2, 4), on a stream / under graph + PDL: dense -8.8 /
+      // -9.3%, 2:4 -4.3 / -7.8%. With 768 tiles (Qwen3-30B-A3B gate_up) some blocks get two
+      // tiles, and it was 7% slower than (2, 4).
+      config = {1, 4, true};
+    } else if (tiles < 132 * 4 && chunks >= 16) {
       config = {4, 4};
     } else if (tiles < 132 * 8 && chunks >= 16) {
       config = {2, 4};
