@@ -40,6 +40,8 @@ TEST(Nvfp4GemvHeuristics, DownProjectionsOfAFewTokensRunBalanced) {
     expect_config(choose(2048, 768, 8, 8, 1, sparse), 1, 4, true, false);
     expect_config(choose(2048, 768, 29, 32, 4, sparse), 1, 4, true, false);
     expect_config(choose(2048, 768, 80, 128, 16, sparse), 1, 4, false, false);
+    // The whole expert table as slots (idle slots): per item, the window of 8, as before.
+    expect_config(choose(2048, 768, 128, 8, 1, sparse), 1, 8, false, false);
   }
   // 2:4 whose token rows do not fit the staging buffer (32 tokens of 4 KB) keeps the old rule.
   expect_config(choose(7168, 2048, 32, 32, 32, true), 1, 4, false, false);

@@ -69,11 +69,13 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
       // balanced already), M = 4 dense -3.2 / -3.4% and 2:4 -8.3 / -10.6%; Qwen3-Next down
       // M = 1 dense -7 / -28%, 2:4 -9 / -20%.
       config = {1, 8, true, sparse};
-    } else if (pairs <= 32 && cols <= 2048 && chunks % 8 == 4 && chunks >= 12) {
-      // The same with K a multiple of 256 but not of 512 (Qwen3-30B-A3B down, K = 768): not whole
-      // rounds of 8, so the balanced kernel with the window of 4. NVIDIA H200, forty-fourth
-      // session, against the per-item kernels, on a stream / under graph + PDL: M = 1 dense
-      // -4.5 / -8.7%, 2:4 -0.4 / -3.8%; M = 4 dense -10.8 / -16%, 2:4 -7.4 / -16%.
+    } else if (pairs <= 32 && slots <= pairs && cols <= 2048 && chunks % 8 == 4 && chunks >= 12) {
+      // The same with K a multiple of 256 but not of 512 (Qwen3-30B-A3B down, K = 768): not
+      // whole rounds of 8, so the balanced kernel with the window of 4 (not with idle slots,
+      // where it would fall back to the per-item window of 4, 3% slower than 8 there). NVIDIA
+      // H200, forty-fourth session, against the per-item kernels, on a stream / under graph +
+      // PDL: M = 1 dense -4.5 / -8.7%, 2:4 -0.4 / -3.8%; M = 4 dense -10.8 / -16%, 2:4 -7.4 /
+      // -16%.
       config = {1, 4, true};
     } else if (pairs <= 16 && chunks >= 12) {
       // Balanced when whole tiles would give some warps two and others one (DeepSeek down at
