@@ -34,6 +34,13 @@ struct StreamState {
   int owned_tile;
 };
 
+// How many units after the walker's are the next tiles of its slot and pass: the rest of the
+// slot's tiles when the slot has one pass (at most 8 tokens), else none (the next unit is the
+// next pass of the same tile).
+__device__ __forceinline__ int tiles_after(const Nvfp4GemvParams& p, const UnitWalker& walk) {
+  return walk.info.passes == 1 ? static_cast<int>(p.rows / 16) - 1 - walk.tile : 0;
+}
+
 // The lane's ldmatrix address of a unit's staged activation rows (sm90_nvfp4_gemv_staged_x.cuh).
 __device__ __forceinline__ unsigned staged_x_of(const Nvfp4GemvParams& p, const RowTokens& row_tokens,
                                                 const SlotRows& rows, const std::uint8_t* staged) {
@@ -100,6 +107,8 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
     std::uint32_t x[1][8];
     load_x(x_cursor, x_staged, 0, x);
     float acc[1][4] = {};
+    // Units left in this slot and pass after the current one, each the next tile (one pass).
+    int next_tiles = tiles_after(p, start.walk);
     for (int round = round_begin; round < round_end; ++round) {
       const bool more = round + 1 < round_end;
       const bool unit_ends = k + 1 == rounds_per_unit;
@@ -109,7 +118,18 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
       const std::uint16_t* x_next[1] = {nullptr};
       unsigned x_staged_next = x_staged + kUnroll * 128;
       if constexpr (!kStagedX) x_next[0] = x_cursor[0] + kUnroll * 64;
-      if (unit_ends && more) {
+      if (unit_ends && more && next_tiles > 0) {
+        // The next unit is this slot's and pass's next tile, which the layout stores right after
+        // this one: `next` already points at it, and the token rows stay.
+        --next_tiles;
+        if constexpr (kStagedX) {
+          x_staged_next = x_staged - k * kUnroll * 128;
+        } else {
+          x_next[0] = x_cursor[0] - k * kUnroll * 64;
+        }
+        __syncwarp();
+        if (lane == 0) ++st.walk.tile;
+      } else if (unit_ends && more) {
         UnitWalker walk = st.walk;
         walk.next(p);
         const SlotRows rows = walk.rows(p);
@@ -126,6 +146,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
         }
         __syncwarp();
         if (lane == 0) st.walk = walk;
+        next_tiles = tiles_after(p, walk);
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
