@@ -119,15 +119,19 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
       const std::uint16_t* x_next[1] = {nullptr};
       unsigned x_staged_next = x_staged + kUnroll * 128;
       if constexpr (!kStagedX) x_next[0] = x_cursor[0] + kUnroll * 64;
-      if (unit_ends && more && next_tiles > 0) {
-        // The next unit is this slot's and pass's next tile, which the layout stores right after
-        // this one: `next` already points at it, and the token rows stay.
-        --next_tiles;
+      // The next unit reads the same token rows as this one: from their first chunk again.
+      auto same_rows_next = [&] {
         if constexpr (kStagedX) {
           x_staged_next = x_staged - k * kUnroll * 128;
         } else {
           x_next[0] = x_cursor[0] - k * kUnroll * 64;
         }
+      };
+      if (unit_ends && more && next_tiles > 0) {
+        // The next unit is this slot's and pass's next tile, which the layout stores right after
+        // this one: `next` already points at it, and the token rows stay.
+        --next_tiles;
+        same_rows_next();
         __syncwarp();
         if (lane == 0) ++st.walk.tile;
       } else if (unit_ends && more) {
@@ -137,13 +141,12 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
         next = tile_address<kSparse>(p, rows.expert_ok ? rows.expert : 0, walk.tile);
         // Units of one slot and pass share their token rows, so only a new slot or pass reads
         // the token list (its round trip held up the next round's start at every unit).
-        const bool same_rows = walk.slot == st.walk.slot && walk.pass == st.walk.pass;
-        if constexpr (kStagedX) {
-          x_staged_next = same_rows ? x_staged - k * kUnroll * 128
-                                    : staged_x_of(p, row_tokens, rows, staged);
+        if (walk.slot == st.walk.slot && walk.pass == st.walk.pass) {
+          same_rows_next();
+        } else if constexpr (kStagedX) {
+          x_staged_next = staged_x_of(p, row_tokens, rows, staged);
         } else {
-          x_next[0] = same_rows ? x_cursor[0] - k * kUnroll * 64
-                                : row_tokens.x_row<kSparse>(p, rows, lane / 4);
+          x_next[0] = row_tokens.x_row<kSparse>(p, rows, lane / 4);
         }
         __syncwarp();
         if (lane == 0) st.walk = walk;
