@@ -278,7 +278,10 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
                                    pruned = download_bf16(d_pruned_out);
 
   // Under programmatic dependent launch (every configuration waits before its first read of
-  // the routing): the plain launches' bits, dense and 2:4.
+  // the routing): the plain launch's bits for dense. 2:4 is checked against the references
+  // below: its staged balanced kernel runs 5 blocks per SM on a stream and 4 under PDL, so its
+  // units split between warps at other points and round differently.
+  std::vector<std::uint16_t> sparse_under_pdl;
   {
     Nvfp4GemvArgs dense_pdl{x, dev3(d_packed, 2, DType::kUInt8), dev3(d_scales, 16, DType::kFP8E4M3), globals,
                             out_view(d_dense), routing};
@@ -292,17 +295,24 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
     LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
     cudaStreamDestroy(stream);
     EXPECT_TRUE(download_bf16(d_dense) == dense) << "dense under PDL";
-    EXPECT_TRUE(download_bf16(d_sparse) == sparse) << "2:4 under PDL";
+    sparse_under_pdl = download_bf16(d_sparse);
   }
 
   // The balanced 2:4 kernel with its activations staged in shared memory (ldmatrix) and read
   // from global memory: the same B fragments, so the same bits (where the launch cannot run
-  // balanced or staged, both settings run the same kernel).
+  // balanced or staged, both settings run the same kernel). Under PDL, where both run 4 blocks
+  // per SM and so split the work alike (on a stream the staged kernel runs 5).
   {
     auto run_with = [&](const char* config) {
       setenv("LOWBIT_NVFP4_GEMV", config, 1);
-      nvfp4_sparse24_gemv({x, dev3(d_values, 4, DType::kUInt8), dev3(d_indices, 8, DType::kUInt8),
-                           dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_sparse), routing});
+      Nvfp4Sparse24GemvArgs args{x, dev3(d_values, 4, DType::kUInt8), dev3(d_indices, 8, DType::kUInt8),
+                                 dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_sparse), routing};
+      args.enable_pdl = true;
+      cudaStream_t stream = nullptr;
+      EXPECT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      nvfp4_sparse24_gemv(args, stream);
+      EXPECT_CUDA(cudaStreamSynchronize(stream));
+      cudaStreamDestroy(stream);
       unsetenv("LOWBIT_NVFP4_GEMV");
       EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << config;
       return download_bf16(d_sparse);
@@ -419,6 +429,8 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
   compare(gate_up ? "dense gate_up" : "dense down", dense, ref_dense, dequantized(w.packed));
   const std::vector<float> pruned_weights = dequantized(w.pruned);
   compare(gate_up ? "2:4 gate_up" : "2:4 down", sparse, ref_sparse, pruned_weights);
+  compare(gate_up ? "2:4 under PDL gate_up" : "2:4 under PDL down", sparse_under_pdl, ref_sparse,
+          pruned_weights);
   // The sparse tensor cores add in another order than the dense kernel on the pruned codes, so
   // the two agree within the tolerance, not bit for bit.
   compare(gate_up ? "2:4 vs dense-on-pruned gate_up" : "2:4 vs dense-on-pruned down", sparse,

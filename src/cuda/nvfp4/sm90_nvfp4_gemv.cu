@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/check.cuh"
 #include "../common/device_properties.cuh"
@@ -271,10 +272,18 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
     const int sms = current_device_sm_count(op);
     if constexpr (kSparse) {
       if (config.unroll == 8 && config.stage_x && staged_x_fits(p.tokens, p.cols)) {
-        constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true>;
         const auto rows_bytes = static_cast<std::size_t>(p.tokens * staged_x_row_bytes(p.cols));
-        launch_with(kernel, dim3(kBalancedBlocksPerSm<8> * sms),
-                    staged_x_shared_bytes<kernel>(kBalancedBlocksPerSm<8>, rows_bytes, op));
+        auto launch_staged = [&](auto blocks_per_sm) {
+          constexpr int kBlocks = decltype(blocks_per_sm)::value;
+          constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true, kBlocks>;
+          launch_with(kernel, dim3(kBlocks * sms),
+                      staged_x_shared_bytes<kernel>(kBlocks, rows_bytes, op));
+        };
+        if (p.dependent_launch) {
+          launch_staged(std::integral_constant<int, kBalancedBlocksPerSm<8>>{});
+        } else {
+          launch_staged(std::integral_constant<int, kStagedBlocksPerSmOnStream>{});
+        }
         check_launch(op);
         return;
       }

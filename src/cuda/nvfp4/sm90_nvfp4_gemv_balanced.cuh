@@ -236,6 +236,18 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
 template <int kUnroll>
 inline constexpr int kBalancedBlocksPerSm = kUnroll == 8 ? 4 : 5;
 
+// The staged 2:4 kernel (window of 8) fits 5 blocks per SM as well (80 registers, no spills).
+// NVIDIA H200, forty-fifth session, DeepSeek-V3 down against 4 blocks, seven processes:
+// - on a stream, M = 1: -2.8% (18.22-18.36 -> 17.68-17.86 us; 2:4 / dense 1.17 -> 1.21x);
+//   M = 4: -2%;
+// - under graph + PDL, M = 1: +2.3%. The launcher therefore runs it at 5 blocks per SM on a
+//   stream and at 4 under PDL.
+// Compiled for 5 blocks and run at 4, it measured as the 4-block build: the gain is the fifth
+// block, not the schedule (docs/perf/nvfp4_gemv.md, "Five staged 2:4 blocks per SM").
+// Forty-sixth session, the whole bench, three processes each: 2:4 down M = 1 18.37 -> 17.76 us
+// on a stream (2:4 / dense 1.18-1.19 -> 1.21-1.22x), every other row within -1.8..+1.3%.
+inline constexpr int kStagedBlocksPerSmOnStream = 5;
+
 // Whether a launch can run balanced: whole rounds per tile, some token row to read for absent
 // tokens, slots no more than routed rows (idle slots would unbalance the split by items), and
 // stream positions within 32 bits (passes per slot <= its rows / 8 + 1).
@@ -248,8 +260,8 @@ inline bool balanced_stream_fits(const Nvfp4GemvParams& p, int unroll) {
 
 // kStagedX (2:4 only): the token rows are copied to dynamic shared memory (tokens *
 // staged_x_row_bytes).
-template <bool kSparse, int kUnroll, bool kStagedX>
-__global__ void __launch_bounds__(kThreads, kBalancedBlocksPerSm<kUnroll>)
+template <bool kSparse, int kUnroll, bool kStagedX, int kBlocksPerSm = kBalancedBlocksPerSm<kUnroll>>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
   __shared__ Tables tables;
   allow_dependent_launch();
