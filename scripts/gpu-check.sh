@@ -104,7 +104,7 @@ run_extras() {
       --gtest_filter='PerTokenGroupQuantGpu.*-*MoreThan2To31*'
   done
   # The NVFP4 GEMV heuristic gives the balanced kernels few shapes; run the GEMV cases on them.
-  for config in 1,4b 1,8b; do
+  for config in 1,4b 1,8b 1,8bsw; do
     LOWBIT_NVFP4_GEMV=$config step "gpu_tests_nvfp4_${config/,/_}" "$build/tests/lowbit_gpu_tests" \
       --gtest_filter='Nvfp4GemvGpu.*'
   done
@@ -150,7 +150,7 @@ done
 
 echo "=== summary"
 for log in cpu_tests gpu_tests gpu_tests_shard{0..15} gpu_tests_direct gpu_tests_pipelined \
-  gpu_tests_nvfp4_1_4b gpu_tests_nvfp4_1_8b gpu_tests_prefill{128x192,128x144,256x128}mc \
+  gpu_tests_nvfp4_1_4b gpu_tests_nvfp4_1_8b gpu_tests_nvfp4_1_8bsw gpu_tests_prefill{128x192,128x144,256x128}mc \
   py_tests; do
   [ -f "$out/$log.log" ] && echo "$log: $(grep -h -E "^\[  (PASSED|FAILED) |passed|failed" "$out/$log.log" | tail -2 | tr '\n' ' ')"
 done

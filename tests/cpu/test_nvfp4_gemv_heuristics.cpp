@@ -18,11 +18,13 @@ Nvfp4GemvConfig choose(std::int64_t rows, std::int64_t cols, std::int64_t expert
   return lowbit::cuda::choose_nvfp4_gemv_config(rows, cols, experts, pairs, tokens, sparse);
 }
 
-void expect_config(const Nvfp4GemvConfig& c, int warps, int unroll, bool balanced, bool staged) {
+void expect_config(const Nvfp4GemvConfig& c, int warps, int unroll, bool balanced, bool staged,
+                   bool wide = false) {
   EXPECT_EQ(c.warps_per_tile, warps);
   EXPECT_EQ(c.unroll, unroll);
   EXPECT_EQ(c.balanced, balanced);
   EXPECT_EQ(c.stage_x, staged);
+  EXPECT_EQ(c.wide, wide);
 }
 
 TEST(Nvfp4GemvHeuristics, DownProjectionsOfAFewTokensRunBalanced) {
@@ -48,8 +50,12 @@ TEST(Nvfp4GemvHeuristics, DownProjectionsOfAFewTokensRunBalanced) {
 }
 
 TEST(Nvfp4GemvHeuristics, GateUpProjections) {
-  // DeepSeek-V3 gate_up (4096 x 7168) at M = 1: one warp per tile, window of 8, per item.
-  expect_config(choose(4096, 7168, 8, 8, 1, true), 1, 8, false, false);
+  // DeepSeek-V3 gate_up (4096 x 7168) at M = 1: dense one warp per tile, window of 8, per item;
+  // 2:4 the staged balanced kernel as one wide block per SM.
+  expect_config(choose(4096, 7168, 8, 8, 1, false), 1, 8, false, false);
+  expect_config(choose(4096, 7168, 8, 8, 1, true), 1, 8, true, true, true);
+  // At M = 4 (32 routed rows) 2:4 runs per item as before: the wide block was measured at M = 1.
+  expect_config(choose(4096, 7168, 30, 32, 4, true), 1, 4, false, false);
   // Qwen3-30B-A3B gate_up (1536 x 2048) at M = 1: too few tiles, K split over 2 warps.
   expect_config(choose(1536, 2048, 8, 8, 1, true), 2, 4, false, false);
   // Qwen3-Next gate_up (1024 x 2048) at M = 1 (640 tiles): one tile per balanced block.
@@ -63,6 +69,10 @@ TEST(Nvfp4GemvHeuristics, GateUpProjections) {
 TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {
   setenv("LOWBIT_NVFP4_GEMV", "1,8bs", 1);
   expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, true, true);
+  setenv("LOWBIT_NVFP4_GEMV", "1,8bsw", 1);
+  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, true), 1, 8, true, true, true);
+  setenv("LOWBIT_NVFP4_GEMV", "1,8bw", 1);  // a wide block needs staging: ignored
+  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, false, false);
   setenv("LOWBIT_NVFP4_GEMV", "1,4bs", 1);  // staging needs the window of 8: ignored
   expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, false, false);
   unsetenv("LOWBIT_NVFP4_GEMV");

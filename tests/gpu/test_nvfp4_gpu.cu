@@ -281,7 +281,7 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
   // the routing): the plain launch's bits for dense. 2:4 is checked against the references
   // below: its staged balanced kernel runs 5 blocks per SM on a stream and 4 under PDL, so its
   // units split between warps at other points and round differently.
-  std::vector<std::uint16_t> sparse_under_pdl;
+  std::vector<std::uint16_t> sparse_under_pdl, sparse_wide;
   {
     Nvfp4GemvArgs dense_pdl{x, dev3(d_packed, 2, DType::kUInt8), dev3(d_scales, 16, DType::kFP8E4M3), globals,
                             out_view(d_dense), routing};
@@ -319,6 +319,8 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
     };
     const std::vector<std::uint16_t> global_x = run_with("1,8b");
     EXPECT_TRUE(run_with("1,8bs") == global_x) << "2:4, staged activations";
+    // One wide block per SM splits the rounds at other points: checked against the references.
+    sparse_wide = run_with("1,8bsw");
   }
 
   // (a) CPU reference, slot by slot in parallel, over the active experts only.
@@ -431,6 +433,7 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
   compare(gate_up ? "2:4 gate_up" : "2:4 down", sparse, ref_sparse, pruned_weights);
   compare(gate_up ? "2:4 under PDL gate_up" : "2:4 under PDL down", sparse_under_pdl, ref_sparse,
           pruned_weights);
+  compare(gate_up ? "2:4 wide gate_up" : "2:4 wide down", sparse_wide, ref_sparse, pruned_weights);
   // The sparse tensor cores add in another order than the dense kernel on the pruned codes, so
   // the two agree within the tolerance, not bit for bit.
   compare(gate_up ? "2:4 vs dense-on-pruned gate_up" : "2:4 vs dense-on-pruned down", sparse,

@@ -17,6 +17,9 @@ struct Nvfp4GemvConfig {
   // Balanced, window of 8, 2:4: the token rows staged in shared memory for ldmatrix
   // (sm90_nvfp4_gemv_staged_x.cuh) when they fit; ignored otherwise.
   bool stage_x = false;
+  // Balanced, staged: one block of kWideBalancedWarps warps per SM instead of 4-warp blocks
+  // (sm90_nvfp4_gemv_balanced.cuh); ignored where the rows are not staged.
+  bool wide = false;
 };
 
 // Activation rows the balanced 2:4 kernel stages in shared memory per block, at most (4 blocks
@@ -27,8 +30,8 @@ constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols) {
   return tokens > 0 && tokens * staged_x_row_bytes(cols) <= kStagedXBytes;
 }
 
-// Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll>[b[s]] (b: balanced, s: staged
-// activations) overrides it and LOWBIT_PRINT_CONFIG=1 prints it.
+// Shape-based choice; LOWBIT_NVFP4_GEMV=<warps_per_tile>,<unroll>[b[s[w]]] (b: balanced, s: staged
+// activations, w: one wide block per SM) overrides it and LOWBIT_PRINT_CONFIG=1 prints it.
 // `pairs`: routed (token, expert) rows of the output, known on the host, unlike how many slots
 // are active; `tokens`: rows of x.
 Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, std::int64_t slots,

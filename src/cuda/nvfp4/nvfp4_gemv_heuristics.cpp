@@ -22,16 +22,17 @@ bool parse_override(Nvfp4GemvConfig& config) {
   char suffix[4] = {};
   const int fields = std::sscanf(text, "%d,%d%3s", &warps, &unroll, suffix);
   const std::string kind = fields == 3 ? suffix : "";
-  const bool staged = kind == "bs";
+  const bool wide = kind == "bsw";
+  const bool staged = kind == "bs" || wide;
   if (fields < 2 || !(kind.empty() || kind == "b" || staged) || (!kind.empty() && warps != 1) ||
       (staged && unroll != 8) || !(warps == 1 || warps == 2 || warps == 4) ||
       !(unroll == 4 || unroll == 8) || (warps > 1 && unroll == 8)) {
     std::fprintf(stderr,
-                 "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1,4 1,8 2,4 4,4 1,4b 1,8b or 1,8bs)\n",
+                 "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1,4 1,8 2,4 4,4 1,4b 1,8b 1,8bs or 1,8bsw)\n",
                  text);
     return false;
   }
-  config = {warps, unroll, !kind.empty(), staged};
+  config = {warps, unroll, !kind.empty(), staged, wide};
   return true;
 }
 
@@ -77,6 +78,15 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
       // PDL: M = 1 dense -4.5 / -8.7%, 2:4 -0.4 / -3.8%; M = 4 dense -10.8 / -16%, 2:4 -7.4 /
       // -16%.
       config = {1, 4, true};
+    } else if (sparse && pairs <= 8 && chunks >= 64 && chunks % 8 == 0 && tiles >= 132 * 8 &&
+               staged_x_fits(tokens, cols)) {
+      // 2:4 over long rows for one token (MoE gate_up projections at decode): the staged
+      // balanced kernel as one block of 24 warps per SM, which splits each SM's items evenly
+      // over all its warps. NVIDIA H200, forty-sixth session, DeepSeek-V3 gate_up at M = 1
+      // against the per-item (1, 8) kernel: -2.7% on a stream, -3% under graph + PDL (2:4 /
+      // dense 1.16-1.17 -> 1.20-1.21x). On K = 2048 (DeepSeek down) it was 8% slower than the
+      // 4-warp blocks.
+      config = {1, 8, true, true, true};
     } else if (pairs <= 16 && chunks >= 12) {
       // Balanced when whole tiles would give some warps two and others one (DeepSeek down at
       // M = 1: 3584 tiles on 2112 warps, 8-10% faster; at most one tile per warp: no gain).
@@ -89,13 +99,13 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
     }
   }
   detail::print_config_once("nvfp4_%sgemv rows=%lld cols=%lld slots=%lld pairs=%lld tokens=%lld: "
-                            "warps_per_tile=%d unroll=%d%s%s",
+                            "warps_per_tile=%d unroll=%d%s%s%s",
                             sparse ? "sparse24_" : "", static_cast<long long>(rows),
                             static_cast<long long>(cols), static_cast<long long>(slots),
                             static_cast<long long>(pairs), static_cast<long long>(tokens),
                             config.warps_per_tile, config.unroll,
                             config.balanced ? " balanced" : "",
-                            config.stage_x ? " staged_x" : "");
+                            config.stage_x ? " staged_x" : "", config.wide ? " wide" : "");
   return config;
 }
 

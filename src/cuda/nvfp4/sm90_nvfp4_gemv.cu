@@ -241,10 +241,10 @@ template <bool kSparse>
 void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_t stream) {
   const char* op = kSparse ? kSparseOp : kDenseOp;
   const std::int64_t tiles = p.rows / 16;
-  auto launch_with = [&](auto kernel, dim3 grid, std::size_t shared_bytes = 0) {
+  auto launch_with = [&](auto kernel, dim3 grid, std::size_t shared_bytes = 0, int threads = kThreads) {
     KernelLaunch shape;
     shape.grid = grid;
-    shape.threads = kThreads;
+    shape.threads = threads;
     shape.shared_bytes = shared_bytes;
     shape.dependent = p.dependent_launch;
     check_cuda(launch_kernel(kernel, p, shape, stream), op, "kernel launch");
@@ -273,6 +273,13 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
     if constexpr (kSparse) {
       if (config.unroll == 8 && config.stage_x && staged_x_fits(p.tokens, p.cols)) {
         const auto rows_bytes = static_cast<std::size_t>(p.tokens * staged_x_row_bytes(p.cols));
+        if (config.wide) {
+          // One block per SM: its registers leave no room for a second (no padding needed).
+          launch_with(nvfp4_gemv_balanced_kernel<true, 8, true, 1, kWideBalancedWarps>, dim3(sms),
+                      rows_bytes, kWideBalancedWarps * 32);
+          check_launch(op);
+          return;
+        }
         auto launch_staged = [&](auto blocks_per_sm) {
           constexpr int kBlocks = decltype(blocks_per_sm)::value;
           constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true, kBlocks>;

@@ -4,10 +4,10 @@
 // A unit is one pass of up to 8 tokens over a (slot, tile) item: rounds_per_unit rounds of
 // kUnroll chunks. The blocks own consecutive runs of floor(I / B) items (the first I % B blocks
 // one more); a block's units, in item order and pass order within an item, form a stream of
-// rounds that its warps split into four equal contiguous shares. A warp runs its share with one
-// window across units (the next unit's first half-round is requested while the current unit's
-// last half is computed), so a warp waits for memory once, not once per item, and no warp gets
-// a whole item more than another (DeepSeek down at M = 1: 3584 items of 32 chunks on 2112
+// rounds that its warps (4, or kWideBalancedWarps in one block per SM) split into equal
+// contiguous shares. A warp runs its share with one window across units (the next unit's first
+// half-round is requested while the current unit's last half is computed), so a warp waits for
+// memory once, not once per item, and no warp gets a whole item more than another (DeepSeek down at M = 1: 3584 items of 32 chunks on 2112
 // warps left a third of the warps idle for the second half). A unit split between warps is
 // summed in shared memory in warp order by the warp that ran its last round. Where the next unit
 // is the same slot's next tile, stored right after this one, the addresses just run on.
@@ -48,17 +48,17 @@ __device__ __forceinline__ unsigned staged_x_of(const Nvfp4GemvParams& p, const 
   return staged_x_row(p, staged, row_tokens.token(p, rows, threadIdx.x % 8));
 }
 
-template <bool kSparse, int kUnroll, bool kStagedX>
+template <bool kSparse, int kUnroll, bool kStagedX, int kWarps = kGemvWarpsPerBlock>
 __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables& tables,
                                                 const BlockItems& items, const SlotInfo& table_info,
                                                 const RowTokens& row_tokens, std::uint8_t* staged) {
-  __shared__ StreamState state[kGemvWarpsPerBlock];
-  __shared__ float partial[kGemvWarpsPerBlock][4][32];
-  __shared__ float owned[kGemvWarpsPerBlock][4][32];
+  __shared__ StreamState state[kWarps];
+  __shared__ float partial[kWarps][4][32];
+  __shared__ float owned[kWarps][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   StreamState& st = state[warp];
   const int rounds_per_unit = items.rounds_per_unit;
-  const WarpStart start = warp_start(p, items, table_info);
+  const WarpStart start = warp_start<kWarps>(p, items, table_info);
   const int round_begin = start.round_begin, round_end = start.round_end;
   int k = start.k;
   // The first weight requests, then what can wait for them: the scale table's fill (on a stream;
@@ -248,6 +248,18 @@ inline constexpr int kBalancedBlocksPerSm = kUnroll == 8 ? 4 : 5;
 // on a stream (2:4 / dense 1.18-1.19 -> 1.21-1.22x), every other row within -1.8..+1.3%.
 inline constexpr int kStagedBlocksPerSmOnStream = 5;
 
+// The staged 2:4 kernel as one block of this many warps per SM (Nvfp4GemvConfig::wide; 78-80
+// registers, no spills): every warp of an SM shares its items, where 4-warp blocks give whole
+// items to blocks that the SM then runs unevenly (3 or 4 items a block on DeepSeek-V3 gate_up at
+// M = 1). NVIDIA H200, forty-sixth session, DeepSeek-V3 gate_up at M = 1, 2:4, three processes
+// (docs/perf/nvfp4_gemv.md, "One wide block per SM"):
+// - per-item (1, 8) 31.32-31.47 us; 16 warps 30.95-31.11; 20 warps 30.82-30.93; 24 warps
+//   30.49-30.57 (graph + PDL: 29.75-30.10 -> 29.00-29.03); 28 warps (72 registers) 30.64-30.77
+//   on a stream, 28.74-28.78 under graph + PDL; 32 warps spill;
+// - DeepSeek-V3 down (K = 2048, 4 rounds a unit) at M = 1: 24 warps 19.20-19.26 us against the
+//   5-block kernel's 17.71-17.86, so the heuristic takes it for long rows only.
+inline constexpr int kWideBalancedWarps = 24;
+
 // Whether a launch can run balanced: whole rounds per tile, some token row to read for absent
 // tokens, slots no more than routed rows (idle slots would unbalance the split by items), and
 // stream positions within 32 bits (passes per slot <= its rows / 8 + 1).
@@ -260,8 +272,9 @@ inline bool balanced_stream_fits(const Nvfp4GemvParams& p, int unroll) {
 
 // kStagedX (2:4 only): the token rows are copied to dynamic shared memory (tokens *
 // staged_x_row_bytes).
-template <bool kSparse, int kUnroll, bool kStagedX, int kBlocksPerSm = kBalancedBlocksPerSm<kUnroll>>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+template <bool kSparse, int kUnroll, bool kStagedX, int kBlocksPerSm = kBalancedBlocksPerSm<kUnroll>,
+          int kWarps = kGemvWarpsPerBlock>
+__global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
     nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
   __shared__ Tables tables;
   allow_dependent_launch();
@@ -273,7 +286,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   // 1% faster on a stream, 0.5% under graph + PDL; docs/perf/nvfp4_gemv.md).
   BlockItems items{};
   if (p.dependent_launch) {
-    items = block_items<kUnroll>(p);
+    items = block_items<kUnroll, kWarps>(p);
     fill_tables(tables);
   }
   // The routing lists say which weights to read.
@@ -281,12 +294,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const SlotInfo table_info =
       p.slots <= 32 ? read_slot(p, threadIdx.x % 32) : SlotInfo{-1, 0, 0, 0};
   const RowTokens row_tokens = RowTokens::read(p);
-  if (!p.dependent_launch) items = block_items<kUnroll>(p);
+  if (!p.dependent_launch) items = block_items<kUnroll, kWarps>(p);
   if constexpr (kStagedX) {
     extern __shared__ __align__(16) std::uint8_t staged_x[];
-    balanced_rounds<kSparse, kUnroll, kStagedX>(p, tables, items, table_info, row_tokens, staged_x);
+    balanced_rounds<kSparse, kUnroll, kStagedX, kWarps>(p, tables, items, table_info, row_tokens, staged_x);
   } else {
-    balanced_rounds<kSparse, kUnroll, kStagedX>(p, tables, items, table_info, row_tokens, nullptr);
+    balanced_rounds<kSparse, kUnroll, kStagedX, kWarps>(p, tables, items, table_info, row_tokens, nullptr);
   }
 }
 

@@ -140,7 +140,7 @@ struct BlockItems {
   int guess_begin, guess_end, guess_unit, guess_slot;
 };
 
-template <int kUnroll>
+template <int kUnroll, int kWarps = kGemvWarpsPerBlock>
 __device__ __forceinline__ BlockItems block_items(const Nvfp4GemvParams& p) {
   const int warp = threadIdx.x / 32;
   BlockItems b;
@@ -159,14 +159,15 @@ __device__ __forceinline__ BlockItems block_items(const Nvfp4GemvParams& p) {
   // its items' in order, so the warp's first unit follows from the item range alone, and only
   // its expert comes from the routing (checked once it is in; otherwise the general search).
   const int guess_total = (b.item_end - b.item_begin) * b.rounds_per_unit;
-  b.guess_begin = static_cast<int>(std::int64_t{warp} * guess_total / kGemvWarpsPerBlock);
-  b.guess_end = static_cast<int>(std::int64_t{warp + 1} * guess_total / kGemvWarpsPerBlock);
+  b.guess_begin = static_cast<int>(std::int64_t{warp} * guess_total / kWarps);
+  b.guess_end = static_cast<int>(std::int64_t{warp + 1} * guess_total / kWarps);
   b.guess_unit = quotient(b.guess_begin, b.rounds_per_unit);
   b.guess_slot = quotient(b.item_begin + b.guess_unit, b.tiles);
   return b;
 }
 
 // `table_info`: slot `lane`'s routing (read_slot) when the launch has at most 32 slots.
+template <int kWarps = kGemvWarpsPerBlock>
 __device__ __forceinline__ WarpStart warp_start(const Nvfp4GemvParams& p, const BlockItems& block,
                                                 const SlotInfo& table_info) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -203,8 +204,8 @@ __device__ __forceinline__ WarpStart warp_start(const Nvfp4GemvParams& p, const 
     for (int b = 0; b < batches; ++b) {
       total += __shfl_sync(0xffffffffu, (b == 0 ? first_batch : batch(b)).rounds_through, 31);
     }
-    round_begin = static_cast<int>(std::int64_t{warp} * total / kGemvWarpsPerBlock);
-    round_end = static_cast<int>(std::int64_t{warp + 1} * total / kGemvWarpsPerBlock);
+    round_begin = static_cast<int>(std::int64_t{warp} * total / kWarps);
+    round_end = static_cast<int>(std::int64_t{warp + 1} * total / kWarps);
     // The unit holding round_begin (in the slot whose rounds cover it), and the round k in it.
     int position = 0;
     for (int b = 0; b < batches && round_begin < round_end; ++b) {
