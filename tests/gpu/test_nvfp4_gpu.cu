@@ -150,8 +150,9 @@ struct Routing {
 };
 
 // Each token picks top_k distinct experts out of a pool of min(E, 2 top_k) experts spread over
-// [0, E); slots list the experts in use plus two idle slots.
-Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng) {
+// [0, E); slots list the experts in use plus, with `idle_slots`, two idle slots (the balanced
+// kernels run only without them).
+Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng, bool idle_slots) {
   std::vector<std::int32_t> pool;
   const std::int64_t pool_size = std::min<std::int64_t>(m.experts, 2 * m.top_k);
   for (std::int64_t i = 0; i < pool_size; ++i) pool.push_back(static_cast<std::int32_t>((i * 7919 + rng() % 7) % m.experts));
@@ -170,13 +171,15 @@ Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng) {
     r.active.push_back(expert);
     r.token_ids.insert(r.token_ids.end(), list.begin(), list.end());
     r.offsets.push_back(static_cast<std::int32_t>(r.token_ids.size()));
-    if (r.expert_ids.size() == 1) {  // an idle slot inside the list
+    if (idle_slots && r.expert_ids.size() == 1) {  // an idle slot inside the list
       r.expert_ids.push_back(-1);
       r.offsets.push_back(r.offsets.back());
     }
   }
-  r.expert_ids.push_back(-1);
-  r.offsets.push_back(r.offsets.back());
+  if (idle_slots) {
+    r.expert_ids.push_back(-1);
+    r.offsets.push_back(r.offsets.back());
+  }
   return r;
 }
 
@@ -193,13 +196,13 @@ struct Weights {  // canonical codes of the active experts, [A, N, K / 2] etc.
 
 std::vector<std::uint16_t> download_bf16(const DeviceBuffer& b) { return b.download<std::uint16_t>(); }
 
-void gemv_case(const Model& m, bool gate_up, std::int64_t tokens) {
+void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slots = true) {
   const std::int64_t rows = gate_up ? 2 * m.intermediate : m.hidden;
   const std::int64_t cols = gate_up ? m.hidden : m.intermediate;
   SCOPED_TRACE(std::string(m.name) + (gate_up ? " gate_up" : " down") + " N=" +
                std::to_string(rows) + " K=" + std::to_string(cols) + " M=" + std::to_string(tokens));
   std::mt19937_64 rng(testing::test_seed() ^ (++salt * 0x9E3779B97F4A7C15ull));
-  const Routing r = route(tokens, m, rng);
+  const Routing r = route(tokens, m, rng, idle_slots);
   const std::int64_t active = static_cast<std::int64_t>(r.active.size());
   const std::int64_t codes = rows * cols, out_rows = static_cast<std::int64_t>(r.token_ids.size());
 
@@ -446,6 +449,17 @@ TEST(Nvfp4GemvGpu, MoeShapesAgainstReferences) {
       for (std::int64_t tokens : {1, 4, 16}) gemv_case(m, gate_up, tokens);
     }
   }
+}
+
+TEST(Nvfp4GemvGpu, DecodeRoutingWithoutIdleSlots) {
+  // A decode step's routing lists only active slots, so the balanced kernels run at one token
+  // (with idle slots they cannot): DeepSeek-V3 at M = 1, 2:4 gate_up as one wide block per SM,
+  // down as 4-warp blocks; and gate_up at M = 2, whose forced wide launch stages 28 KB of rows,
+  // more than the 48 KB a block gets without opting in leaves beside its static shared memory.
+  const Model& deepseek = kModels[1];
+  gemv_case(deepseek, true, 1, false);
+  gemv_case(deepseek, false, 1, false);
+  gemv_case(deepseek, true, 2, false);
 }
 
 TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {

@@ -275,8 +275,9 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
         const auto rows_bytes = static_cast<std::size_t>(p.tokens * staged_x_row_bytes(p.cols));
         if (config.wide) {
           // One block per SM: its registers leave no room for a second (no padding needed).
-          launch_with(nvfp4_gemv_balanced_kernel<true, 8, true, 1, kWideBalancedWarps>, dim3(sms),
-                      rows_bytes, kWideBalancedWarps * 32);
+          constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true, 1, kWideBalancedWarps>;
+          launch_with(kernel, dim3(sms), wide_staged_x_shared_bytes<kernel>(rows_bytes, op),
+                      kWideBalancedWarps * 32);
           check_launch(op);
           return;
         }
