@@ -70,9 +70,11 @@ TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {
   setenv("LOWBIT_NVFP4_GEMV", "1,8bs", 1);
   expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, true, true);
   setenv("LOWBIT_NVFP4_GEMV", "1,8bsw", 1);
-  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, true), 1, 8, true, true, true);
+  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, true), 1, 8, true, true,
+                true);
   setenv("LOWBIT_NVFP4_GEMV", "1,8bw", 1);  // a wide block needs staging: ignored
-  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, false, false);
+  expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, false,
+                false);
   setenv("LOWBIT_NVFP4_GEMV", "1,4bs", 1);  // staging needs the window of 8: ignored
   expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, false, false);
   unsetenv("LOWBIT_NVFP4_GEMV");

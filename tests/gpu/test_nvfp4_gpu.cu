@@ -308,8 +308,10 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slot
   {
     auto run_with = [&](const char* config) {
       setenv("LOWBIT_NVFP4_GEMV", config, 1);
-      Nvfp4Sparse24GemvArgs args{x, dev3(d_values, 4, DType::kUInt8), dev3(d_indices, 8, DType::kUInt8),
-                                 dev3(d_scales, 16, DType::kFP8E4M3), globals, out_view(d_sparse), routing};
+      Nvfp4Sparse24GemvArgs args{x, dev3(d_values, 4, DType::kUInt8),
+                                 dev3(d_indices, 8, DType::kUInt8),
+                                 dev3(d_scales, 16, DType::kFP8E4M3), globals,
+                                 out_view(d_sparse), routing};
       args.enable_pdl = true;
       cudaStream_t stream = nullptr;
       EXPECT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -28,7 +28,8 @@ bool parse_override(Nvfp4GemvConfig& config) {
       (staged && unroll != 8) || !(warps == 1 || warps == 2 || warps == 4) ||
       !(unroll == 4 || unroll == 8) || (warps > 1 && unroll == 8)) {
     std::fprintf(stderr,
-                 "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s (want 1,4 1,8 2,4 4,4 1,4b 1,8b 1,8bs or 1,8bsw)\n",
+                 "[lowbit] ignoring LOWBIT_NVFP4_GEMV=%s "
+                 "(want 1,4 1,8 2,4 4,4 1,4b 1,8b 1,8bs or 1,8bsw)\n",
                  text);
     return false;
   }

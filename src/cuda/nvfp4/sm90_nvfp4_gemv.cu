@@ -241,7 +241,8 @@ template <bool kSparse>
 void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_t stream) {
   const char* op = kSparse ? kSparseOp : kDenseOp;
   const std::int64_t tiles = p.rows / 16;
-  auto launch_with = [&](auto kernel, dim3 grid, std::size_t shared_bytes = 0, int threads = kThreads) {
+  auto launch_with = [&](auto kernel, dim3 grid, std::size_t shared_bytes = 0,
+                         int threads = kThreads) {
     KernelLaunch shape;
     shape.grid = grid;
     shape.threads = threads;

@@ -7,8 +7,9 @@
 // rounds that its warps (4, or kWideBalancedWarps in one block per SM) split into equal
 // contiguous shares. A warp runs its share with one window across units (the next unit's first
 // half-round is requested while the current unit's last half is computed), so a warp waits for
-// memory once, not once per item, and no warp gets a whole item more than another (DeepSeek down at M = 1: 3584 items of 32 chunks on 2112
-// warps left a third of the warps idle for the second half). A unit split between warps is
+// memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
+// down at M = 1: 3584 items of 32 chunks on 2112 warps left a third of the warps idle for the
+// second half). A unit split between warps is
 // summed in shared memory in warp order by the warp that ran its last round. Where the next unit
 // is the same slot's next tile, stored right after this one, the addresses just run on.
 
@@ -272,8 +273,8 @@ inline bool balanced_stream_fits(const Nvfp4GemvParams& p, int unroll) {
 
 // kStagedX (2:4 only): the token rows are copied to dynamic shared memory (tokens *
 // staged_x_row_bytes).
-template <bool kSparse, int kUnroll, bool kStagedX, int kBlocksPerSm = kBalancedBlocksPerSm<kUnroll>,
-          int kWarps = kGemvWarpsPerBlock>
+template <bool kSparse, int kUnroll, bool kStagedX,
+          int kBlocksPerSm = kBalancedBlocksPerSm<kUnroll>, int kWarps = kGemvWarpsPerBlock>
 __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
     nvfp4_gemv_balanced_kernel(Nvfp4GemvParams p) {
   __shared__ Tables tables;
@@ -297,9 +298,11 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
   if (!p.dependent_launch) items = block_items<kUnroll, kWarps>(p);
   if constexpr (kStagedX) {
     extern __shared__ __align__(16) std::uint8_t staged_x[];
-    balanced_rounds<kSparse, kUnroll, kStagedX, kWarps>(p, tables, items, table_info, row_tokens, staged_x);
+    balanced_rounds<kSparse, kUnroll, kStagedX, kWarps>(p, tables, items, table_info, row_tokens,
+                                                        staged_x);
   } else {
-    balanced_rounds<kSparse, kUnroll, kStagedX, kWarps>(p, tables, items, table_info, row_tokens, nullptr);
+    balanced_rounds<kSparse, kUnroll, kStagedX, kWarps>(p, tables, items, table_info, row_tokens,
+                                                        nullptr);
   }
 }
 
