@@ -9,9 +9,9 @@
 // half-round is requested while the current unit's last half is computed), so a warp waits for
 // memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
 // down at M = 1: 3584 items of 32 chunks on 2112 warps left a third of the warps idle for the
-// second half). A unit split between warps is
-// summed in shared memory in warp order by the warp that ran its last round. Where the next unit
-// is the same slot's next tile, stored right after this one, the addresses just run on.
+// second half). A unit split between warps is summed in shared memory in warp order by the warp
+// that ran its last round. Where the next unit is the same slot's next tile, stored right after
+// this one, the addresses just run on.
 
 #pragma once
 
