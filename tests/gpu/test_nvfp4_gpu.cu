@@ -455,13 +455,15 @@ TEST(Nvfp4GemvGpu, MoeShapesAgainstReferences) {
 
 TEST(Nvfp4GemvGpu, DecodeRoutingWithoutIdleSlots) {
   // A decode step's routing lists only active slots, so the balanced kernels run at one token
-  // (with idle slots they cannot): DeepSeek-V3 at M = 1, 2:4 gate_up as one wide block per SM,
-  // down as 4-warp blocks; and gate_up at M = 2, whose forced wide launch stages 28 KB of rows,
-  // more than the 48 KB a block gets without opting in leaves beside its static shared memory.
-  const Model& deepseek = kModels[1];
-  gemv_case(deepseek, true, 1, false);
-  gemv_case(deepseek, false, 1, false);
-  gemv_case(deepseek, true, 2, false);
+  // (with idle slots they cannot). At M = 1: DeepSeek-V3 2:4 gate_up as one wide block per SM,
+  // down as 4-warp blocks; Qwen3-Next gate_up balanced with the window of 4 (640 tiles), Qwen3-30B
+  // down balanced with the window of 4 (K = 768), Qwen3-Next down with the window of 8; Qwen3-30B
+  // gate_up splits K. DeepSeek gate_up at M = 2: its forced wide launch stages 28 KB of rows, more
+  // than the 48 KB a block gets without opting in leaves beside its static shared memory.
+  for (const Model& m : kModels) {
+    for (bool gate_up : {true, false}) gemv_case(m, gate_up, 1, false);
+  }
+  gemv_case(kModels[1], true, 2, false);
 }
 
 TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {

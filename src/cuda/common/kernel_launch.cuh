@@ -65,35 +65,41 @@ inline cudaLaunchConfig_t launch_config(const KernelLaunch& launch, cudaStream_t
   return config;
 }
 
-// Opts `kernel` in to `bytes` of dynamic shared memory on the current device. The opt-in lasts
-// for the process, and cudaFuncSetAttribute costs microseconds of host time, as much as a
-// small decode kernel runs: so it is called once per device, kernel and larger size.
+// Opts `kernel` in to `bytes` of dynamic shared memory on the current device. Without an opt-in a
+// kernel gets 48 KB less its static shared memory, so the first launch with dynamic shared memory
+// asks the kernel what it is allowed now. The opt-in lasts for the process, and
+// cudaFuncGetAttributes / cudaFuncSetAttribute cost microseconds of host time, as much as a small
+// decode kernel runs: so each is called once per device, kernel and larger size.
 inline cudaError_t opt_in_shared_bytes(const void* kernel, std::size_t bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
+  if (bytes == 0) return cudaSuccess;
   int device = 0;
   const cudaError_t status = cudaGetDevice(&device);
   if (status != cudaSuccess) return status;
-  struct Granted {
+  struct Allowed {
     int device;
     const void* kernel;
-    std::size_t bytes;
+    std::size_t bytes;  // the dynamic shared memory the kernel may launch with
   };
   static std::mutex mutex;
-  static std::vector<Granted> granted;
+  static std::vector<Allowed> allowed;
   const std::lock_guard<std::mutex> lock(mutex);
-  Granted* known = nullptr;
-  for (Granted& g : granted) {
-    if (g.device == device && g.kernel == kernel) known = &g;
+  Allowed* known = nullptr;
+  for (Allowed& a : allowed) {
+    if (a.device == device && a.kernel == kernel) known = &a;
   }
-  if (known != nullptr && known->bytes >= bytes) return cudaSuccess;
+  if (known == nullptr) {
+    cudaFuncAttributes attributes{};
+    const cudaError_t queried = cudaFuncGetAttributes(&attributes, kernel);
+    if (queried != cudaSuccess) return queried;
+    allowed.push_back(
+        {device, kernel, static_cast<std::size_t>(attributes.maxDynamicSharedSizeBytes)});
+    known = &allowed.back();
+  }
+  if (known->bytes >= bytes) return cudaSuccess;
   const cudaError_t set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(bytes));
   if (set != cudaSuccess) return set;
-  if (known != nullptr) {
-    known->bytes = bytes;
-  } else {
-    granted.push_back({device, kernel, bytes});
-  }
+  known->bytes = bytes;
   return cudaSuccess;
 }
 

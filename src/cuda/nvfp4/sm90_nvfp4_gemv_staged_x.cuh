@@ -60,25 +60,6 @@ std::size_t staged_x_shared_bytes(int blocks_per_sm, std::size_t rows_bytes, con
   return std::max(rows_bytes, static_cast<std::size_t>(known - 1));
 }
 
-// Dynamic shared memory for a launch of the wide staged kernel (one block per SM, no padding):
-// the rows. Its static shared memory (the warps' partial sums, 27 KB at 24 warps) leaves 21 KB of
-// the 48 KB a block gets without opting in, fewer than kStagedXBytes of rows, so the kernel is
-// opted in to kStagedXBytes once per device.
-template <auto kKernel>
-std::size_t wide_staged_x_shared_bytes(std::size_t rows_bytes, const char* op) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<bool> opted_in[kMaxDevices] = {};
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-  if (device >= kMaxDevices || !opted_in[device].load(std::memory_order_relaxed)) {
-    check_cuda(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kStagedXBytes)),
-               op, "cudaFuncSetAttribute");
-    if (device < kMaxDevices) opted_in[device].store(true, std::memory_order_relaxed);
-  }
-  return rows_bytes;
-}
-
 // Every thread of the block copies its share of the token rows, an 8-byte run a copy, in the
 // staged order; the caller waits (wait_staged_x) and takes a block barrier before reading them.
 __device__ __forceinline__ void stage_x(const Nvfp4GemvParams& p, std::uint8_t* staged) {

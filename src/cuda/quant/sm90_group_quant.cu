@@ -27,6 +27,7 @@
 #include "../common/dispatch.cuh"
 #include "../common/exact_division.cuh"
 #include "../common/integer_division.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
 #include "../../common/silu.h"
@@ -293,10 +294,9 @@ void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cu
   using Shape = PipelineShape<kGroup>;
   constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup, kSiluMul>();
   auto kernel = group_quant_pipelined<InTag, OutTag, kGroup, kSiluMul>;
-  // Opting in to > 48 KB of dynamic shared memory is per kernel and idempotent: do it once.
-  static const cudaError_t opt_in =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  check_cuda(opt_in, op, "cudaFuncSetAttribute");
+  // Opting in to > 48 KB of dynamic shared memory is per device and kernel.
+  check_cuda(opt_in_shared_bytes(reinterpret_cast<const void*>(kernel), kSharedBytes), op,
+             "cudaFuncSetAttribute");
   // Up to 3 x 64 KB of stages per SM (228 KB available); fp32 inputs fit one 128 KB block.
   const int fitting_blocks = (220 * 1024) / kSharedBytes;
   const int blocks_on_sm = blocks_per_sm < fitting_blocks ? blocks_per_sm : fitting_blocks;
