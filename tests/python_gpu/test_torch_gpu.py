@@ -282,9 +282,11 @@ def test_scaled_mm_against_torch():
     assert torch.equal(compiled(qa, qb, sa, sb), c)
 
 
-def test_enable_pdl_behind_the_quantizer_matches_the_plain_launch():
+def test_enable_pdl_behind_the_quantizer_matches_a_launch_on_settled_inputs():
     # The decode GEMMs launched with programmatic dependent launch right behind the kernel that
-    # quantizes their activations: the same bits as plain launches.
+    # quantizes their activations: the same bits as the same launch once its inputs have settled.
+    # (Not as a plain launch: under PDL scaled_mm picks gemv_tma at 9-16 tokens on small fp8
+    # weights, where a plain launch runs a swapped CUTLASS tile; docs/pdl.md.)
     n, k = 4096, 7168
     qb = torch.clamp(activations(n, k, seed=61).float() * 50, -448, 448).to(torch.float8_e4m3fn)
     sb = torch.tensor([0.003], device=DEVICE)
@@ -292,11 +294,16 @@ def test_enable_pdl_behind_the_quantizer_matches_the_plain_launch():
     for m in (1, 16, 64):
         x = activations(m, k, seed=63 + m)
         qa, sa = lowbit.per_token_quant(x)
-        plain = lowbit.scaled_mm(qa, qb, sa, sb)
+        torch.cuda.synchronize()
+        settled = lowbit.scaled_mm(qa, qb, sa, sb, enable_pdl=True)
+        torch.cuda.synchronize()
         qa2, sa2 = lowbit.per_token_quant(x)
-        assert torch.equal(lowbit.scaled_mm(qa2, qb, sa2, sb, enable_pdl=True), plain)
+        assert torch.equal(lowbit.scaled_mm(qa2, qb, sa2, sb, enable_pdl=True), settled)
         ga, gs = lowbit.per_token_group_quant(x, 128, scale_layout="column_major_tma_aligned")
-        plain = lowbit.block_fp8_mm(ga, gs, w, ws, a_scale_layout="column_major_tma_aligned")
+        torch.cuda.synchronize()
+        settled = lowbit.block_fp8_mm(ga, gs, w, ws, enable_pdl=True,
+                                      a_scale_layout="column_major_tma_aligned")
+        torch.cuda.synchronize()
         ga2, gs2 = lowbit.per_token_group_quant(x, 128, scale_layout="column_major_tma_aligned")
         assert torch.equal(lowbit.block_fp8_mm(ga2, gs2, w, ws, enable_pdl=True,
-                                               a_scale_layout="column_major_tma_aligned"), plain)
+                                               a_scale_layout="column_major_tma_aligned"), settled)
