@@ -21,6 +21,7 @@
 #include "../common/kernel_launch.cuh"
 #include "sm90_nvfp4_gemv_balanced_start.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
+#include "sm90_nvfp4_gemv_early_prefetch.cuh"
 #include "sm90_nvfp4_gemv_staged_x.cuh"
 
 namespace lowbit::cuda::nvfp4_gemv {
@@ -284,10 +285,12 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
   // finishes; on a stream, after the routing reads are issued, while those are in flight. In
   // one place for both, ptxas put them between the wait and the reads: ~100 instructions a warp
   // before the routing's round trip (NVIDIA H200, forty-first session: DeepSeek down M = 1 about
-  // 1% faster on a stream, 0.5% under graph + PDL; docs/perf/nvfp4_gemv.md).
+  // 1% faster on a stream, 0.5% under graph + PDL; docs/perf/nvfp4_gemv.md). Under PDL the
+  // warps' first rounds are asked of L2 then too (sm90_nvfp4_gemv_early_prefetch.cuh).
   BlockItems items{};
   if (p.dependent_launch) {
     items = block_items<kUnroll, kWarps>(p);
+    prefetch_first_round<kSparse, kUnroll>(p, items);
     fill_tables(tables);
   }
   // The routing lists say which weights to read.
