@@ -3,7 +3,7 @@
 # test suites, the demo and the benchmarks; logs and JSON go to $1, else $OUT, else ./out.
 # What the machine lacks travels in the ignored folder .deps/ (googletest sources,
 # nlohmann/json headers, CUTLASS 4.2 headers in .deps/cutlass/include): name it in `carry`.
-# The Python step needs nanobind as a wheel in the ignored folder .whl/ (carry it too).
+# The Python step needs nanobind: the image's, or a wheel in the ignored folder .whl/ (carry it).
 #   usage: scripts/gpu-check.sh [OUTDIR] [--quick] [--only-bench] [--only-python]
 #                               [--tests=GTEST_FILTER] [--benches=all|quant,nvfp4,block-gemm,gemm]
 #                               [--skip-python] [--shard=I/N] [--extras]
@@ -68,8 +68,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 python_suites() {
   # The extension built with CMake directly (no network for pip's build isolation), then the
   # CPU suite (numpy/ml_dtypes) and the PyTorch GPU suite against it.
-  python3 -m pip install -q --no-index --no-deps --target /tmp/lowbit-site .whl/nanobind-*.whl
-  export PYTHONPATH="/tmp/lowbit-site:${PYTHONPATH:-}"
+  # nanobind: the image's own if it has one (the H200 image does), else the carried wheel.
+  if ! python3 -c 'import nanobind' 2>/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/lowbit-site .whl/nanobind-*.whl
+    export PYTHONPATH="/tmp/lowbit-site:${PYTHONPATH:-}"
+  fi
   step py_configure cmake -S . -B build-py -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DLOWBIT_WITH_CUDA=ON -DLOWBIT_BUILD_PYTHON=ON -DLOWBIT_BUILD_TESTS=OFF \
     -DLOWBIT_BUILD_TOOLS=OFF -DPython_EXECUTABLE="$(command -v python3)" \
@@ -146,7 +149,8 @@ for family in ${benches//,/ }; do
   step "bench_$family" "$build/tools/lowbit" bench "$family" $quick --json "$out/bench_$family.json" \
     --png "$out/bench_$family.png"
 done
-[ "$only_bench" -eq 1 ] || [ "$skip_python" -eq 1 ] || [ ! -d .whl ] || python_suites
+has_nanobind() { [ -d .whl ] || python3 -c 'import nanobind' 2>/dev/null; }
+[ "$only_bench" -eq 1 ] || [ "$skip_python" -eq 1 ] || ! has_nanobind || python_suites
 
 echo "=== summary"
 for log in cpu_tests gpu_tests gpu_tests_shard{0..15} gpu_tests_direct gpu_tests_pipelined \
