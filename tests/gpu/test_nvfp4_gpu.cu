@@ -596,6 +596,89 @@ TEST(Nvfp4GemvGpu, CudaGraphReplaysWithNewRouting) {
   cudaStreamDestroy(stream);
 }
 
+TEST(Nvfp4GemvGpu, BlockScalesOffByFourBytesUnderPdl) {
+  // The op takes block scales at any 4-byte boundary. Under PDL the balanced kernels ask L2 for
+  // their first round before the wait with bulk prefetches, which need 16-byte aligned ranges:
+  // scales 4 bytes past a 16-byte boundary must give the bits of aligned ones, in every balanced
+  // configuration, dense and 2:4 (4 slots, 8 routed rows, no idle slot: balanced).
+  std::mt19937_64 rng(testing::test_seed() ^ ++salt);
+  SmallMoe w = make_small_moe(rng);
+  const std::vector<std::uint8_t> x = testing::random_activations(DType::kBF16, kTokens, kCols, kCols, ++salt);
+  const std::int64_t scale_bytes = static_cast<std::int64_t>(w.gemv_scales.size());
+  DeviceBuffer d_packed(w.gemv_packed.size()), d_values(w.gemv_values.size()), d_indices(w.gemv_indices.size()),
+      d_scales(scale_bytes + 16), d_sparse_scales(scale_bytes + 16), d_globals(kExperts * 4), d_x(x.size()),
+      d_ids(16), d_offsets(20), d_tokens(32), d_out(8 * kRows * 2);
+  d_packed.upload(w.gemv_packed);
+  d_values.upload(w.gemv_values);
+  d_indices.upload(w.gemv_indices);
+  d_globals.upload(w.globals);
+  d_x.upload(x);
+  std::vector<std::int32_t> ids = {3, 7, 9, 5}, offsets = {0, 2, 4, 6, 8}, tokens = {0, 1, 2, 3, 4, 5, 0, 1};
+  const Nvfp4MoeRouting routing{device_vector(d_ids, ids, DType::kInt32),
+                                device_vector(d_offsets, offsets, DType::kInt32),
+                                device_vector(d_tokens, tokens, DType::kInt32)};
+  // The CPU reference of each kind, for the aligned launches.
+  std::vector<std::uint16_t> expected[2];
+  for (bool sparse : {false, true}) {
+    expected[sparse].assign(8 * kRows, 0xFFFF);
+    const TensorView hx = TensorView::contiguous(const_cast<std::uint8_t*>(x.data()), DType::kBF16, {kTokens, kCols});
+    const TensorView hg = TensorView::contiguous(w.globals.data(), DType::kFP32, {kExperts});
+    const TensorView ho = TensorView::contiguous(expected[sparse].data(), DType::kBF16, {8, kRows});
+    const Nvfp4MoeRouting hr{TensorView::contiguous(ids.data(), DType::kInt32, {4}),
+                             TensorView::contiguous(offsets.data(), DType::kInt32, {5}),
+                             TensorView::contiguous(tokens.data(), DType::kInt32, {8})};
+    if (sparse) {
+      nvfp4_sparse24_gemv({hx, w.gv, w.gi, w.gss, hg, ho, hr});
+    } else {
+      nvfp4_gemv({hx, w.gp, w.gs, hg, ho, hr});
+    }
+  }
+  auto at = [](DeviceBuffer& b, std::int64_t offset) { return static_cast<std::uint8_t*>(b.data()) + offset; };
+  auto view = [](void* data, DType dtype, std::int64_t div) {
+    return TensorView::contiguous(data, dtype, {kExperts, kRows, kCols / div}, Device::kCUDA);
+  };
+  const TensorView xv = TensorView::contiguous(d_x.data(), DType::kBF16, {kTokens, kCols}, Device::kCUDA);
+  const TensorView globals = TensorView::contiguous(d_globals.data(), DType::kFP32, {kExperts}, Device::kCUDA);
+  const TensorView out = TensorView::contiguous(d_out.data(), DType::kBF16, {8, kRows}, Device::kCUDA);
+  cudaStream_t stream;
+  LOWBIT_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto run = [&](bool sparse, std::int64_t offset) -> std::vector<std::uint16_t> {
+    DeviceBuffer& scales = sparse ? d_sparse_scales : d_scales;
+    EXPECT_CUDA(cudaMemcpy(at(scales, offset), sparse ? w.gemv_sparse_scales.data() : w.gemv_scales.data(),
+                                scale_bytes, cudaMemcpyHostToDevice));
+    d_out.fill_byte(0xFF);
+    const TensorView sv = view(at(scales, offset), DType::kFP8E4M3, 16);
+    if (sparse) {
+      Nvfp4Sparse24GemvArgs args{xv, view(d_values.data(), DType::kUInt8, 4), view(d_indices.data(), DType::kUInt8, 8),
+                                 sv, globals, out, routing};
+      args.enable_pdl = true;
+      nvfp4_sparse24_gemv(args, stream);
+    } else {
+      Nvfp4GemvArgs args{xv, view(d_packed.data(), DType::kUInt8, 2), sv, globals, out, routing};
+      args.enable_pdl = true;
+      nvfp4_gemv(args, stream);
+    }
+    EXPECT_CUDA(cudaStreamSynchronize(stream));
+    return d_out.download<std::uint16_t>();
+  };
+  for (const char* config : {"", "1,8b", "1,4b", "1,8bs", "1,8bsw"}) {
+    if (*config != 0) setenv("LOWBIT_NVFP4_GEMV", config, 1);
+    for (bool sparse : {false, true}) {
+      if (!sparse && std::string(config).find('s') != std::string::npos) continue;  // 2:4 only
+      const std::vector<std::uint16_t> aligned = run(sparse, 0), shifted = run(sparse, 4);
+      EXPECT_TRUE(shifted == aligned) << (sparse ? "2:4" : "dense") << " config '" << config << "'";
+      std::int64_t bad = 0;
+      for (std::size_t i = 0; i < aligned.size(); ++i) {
+        const double g = bf16_to_float(aligned[i]), e = bf16_to_float(expected[sparse][i]);
+        if (!(std::fabs(g - e) <= std::fabs(e) / 64 + 1e-3)) ++bad;  // as in the graph test
+      }
+      EXPECT_EQ(bad, 0) << (sparse ? "2:4" : "dense") << " config '" << config << "'";
+    }
+    unsetenv("LOWBIT_NVFP4_GEMV");
+  }
+  cudaStreamDestroy(stream);
+}
+
 TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
   // The routing lists and the activations are written by a kernel that lets the GEMV start at
   // once and writes them 50 us after the GEMV is enqueued; until then the device holds another

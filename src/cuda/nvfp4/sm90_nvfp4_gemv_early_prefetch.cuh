@@ -20,9 +20,15 @@
 
 namespace lowbit::cuda::nvfp4_gemv {
 
+// The bulk prefetch wants a 16-byte aligned address and a multiple of 16 bytes; the op lets
+// block scales start at any 4-byte boundary, so the range is widened to the 16-byte blocks it
+// touches (never past a page it does not touch).
 __device__ __forceinline__ void prefetch_l2(const std::uint8_t* at, std::int64_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(at),
-               "r"(static_cast<unsigned>(bytes))
+  const auto first = reinterpret_cast<std::uintptr_t>(at);
+  const std::uintptr_t begin = first & ~std::uintptr_t{15};
+  const std::uintptr_t end = (first + static_cast<std::uintptr_t>(bytes) + 15) & ~std::uintptr_t{15};
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(begin),
+               "r"(static_cast<unsigned>(end - begin))
                : "memory");
 }
 
