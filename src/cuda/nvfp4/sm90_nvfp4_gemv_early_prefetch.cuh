@@ -8,8 +8,9 @@
 // NVIDIA H200, forty-seventh session, DeepSeek-V3 at M = 1 under graph + PDL, three processes
 // (docs/perf/nvfp4_gemv.md, "The first round asked of L2 before the PDL wait"): down dense
 // 19.69-19.88 -> 19.50-19.74 us, down 2:4 16.74-16.85 -> 16.34-16.44, gate_up 2:4 (wide)
-// 28.86-28.96 -> 28.01-28.11. Two rounds gained less, and three lost 12% (down dense): the
-// prefetches then compete with the previous kernel's tail and with the kernel's own first loads.
+// 28.86-28.96 -> 28.01-28.11. Half a round or two rounds gained less, and three rounds with a
+// partner block's lost 12-14% (down dense): the prefetches then compete with the previous
+// kernel's tail and with the kernel's own first loads.
 
 #pragma once
 
