@@ -296,7 +296,7 @@ void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cu
   auto kernel = group_quant_pipelined<InTag, OutTag, kGroup, kSiluMul>;
   // Opting in to > 48 KB of dynamic shared memory is per device and kernel.
   check_cuda(opt_in_shared_bytes(reinterpret_cast<const void*>(kernel), kSharedBytes), op,
-             "cudaFuncSetAttribute");
+             "shared memory opt-in");
   // Up to 3 x 64 KB of stages per SM (228 KB available); fp32 inputs fit one 128 KB block.
   const int fitting_blocks = (220 * 1024) / kSharedBytes;
   const int blocks_on_sm = blocks_per_sm < fitting_blocks ? blocks_per_sm : fitting_blocks;
