@@ -10,7 +10,9 @@
 // 19.69-19.88 -> 19.50-19.74 us, down 2:4 16.74-16.85 -> 16.34-16.44, gate_up 2:4 (wide)
 // 28.86-28.96 -> 28.01-28.11. Half a round or two rounds gained less, and three rounds with a
 // partner block's lost 12-14% (down dense): the prefetches then compete with the previous
-// kernel's tail and with the kernel's own first loads.
+// kernel's tail and with the kernel's own first loads. Asking again right after the wait (the
+// share's next 4-16 chunks) was 0.4-7.5% slower (forty-eighth session, "L2 asked again after
+// the PDL wait").
 
 #pragma once
 
