@@ -304,8 +304,16 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slot
   // The balanced 2:4 kernel with its activations staged in shared memory (ldmatrix) and read
   // from global memory: the same B fragments, so the same bits (where the launch cannot run
   // balanced or staged, both settings run the same kernel). Under PDL, where both run 4 blocks
-  // per SM and so split the work alike (on a stream the staged kernel runs 5).
+  // per SM and so split the work alike (on a stream the staged kernel runs 5), except on long
+  // launches, where the staged kernel runs 2 blocks of 12 warps per SM (staged_pairs_pay in
+  // sm90_nvfp4_gemv_balanced.cuh, mirrored here) and is checked against the references.
+  std::vector<std::uint16_t> sparse_staged;
   {
+    int sms = 0;
+    LOWBIT_TEST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const std::int64_t slots = static_cast<std::int64_t>(r.expert_ids.size());
+    const bool staged_in_pairs =
+        (rows / 16) * std::min(slots, out_rows) * (cols / 512) >= std::int64_t{2} * 2 * 12 * sms;
     auto run_with = [&](const char* config) {
       setenv("LOWBIT_NVFP4_GEMV", config, 1);
       Nvfp4Sparse24GemvArgs args{x, dev3(d_values, 4, DType::kUInt8),
@@ -323,7 +331,8 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slot
       return download_bf16(d_sparse);
     };
     const std::vector<std::uint16_t> global_x = run_with("1,8b");
-    EXPECT_TRUE(run_with("1,8bs") == global_x) << "2:4, staged activations";
+    sparse_staged = run_with("1,8bs");
+    if (!staged_in_pairs) EXPECT_TRUE(sparse_staged == global_x) << "2:4, staged activations";
     // One wide block per SM splits the rounds at other points: checked against the references.
     sparse_wide = run_with("1,8bsw");
   }
@@ -439,6 +448,8 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slot
   compare(gate_up ? "2:4 under PDL gate_up" : "2:4 under PDL down", sparse_under_pdl, ref_sparse,
           pruned_weights);
   compare(gate_up ? "2:4 wide gate_up" : "2:4 wide down", sparse_wide, ref_sparse, pruned_weights);
+  compare(gate_up ? "2:4 staged under PDL gate_up" : "2:4 staged under PDL down", sparse_staged,
+          ref_sparse, pruned_weights);
   // The sparse tensor cores add in another order than the dense kernel on the pruned codes, so
   // the two agree within the tolerance, not bit for bit.
   compare(gate_up ? "2:4 vs dense-on-pruned gate_up" : "2:4 vs dense-on-pruned down", sparse,
