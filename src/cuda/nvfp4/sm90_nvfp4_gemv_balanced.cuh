@@ -4,7 +4,7 @@
 // A unit is one pass of up to 8 tokens over a (slot, tile) item: rounds_per_unit rounds of
 // kUnroll chunks. The blocks own consecutive runs of floor(I / B) items (the first I % B blocks
 // one more); a block's units, in item order and pass order within an item, form a stream of
-// rounds that its warps (4, or kWideBalancedWarps in one block per SM) split into equal
+// rounds that its warps (4; 8 or 12 in 2 blocks per SM; kWideBalancedWarps in one) split into equal
 // contiguous shares. A warp runs its share with one window across units (the next unit's first
 // half-round is requested while the current unit's last half is computed), so a warp waits for
 // memory once, not once per item, and no warp gets a whole item more than another (DeepSeek
@@ -234,7 +234,8 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
   }
 }
 
-// The window of 4 needs 80-89 registers here (5 blocks per SM), the window of 8 112-121 (4 blocks).
+// The window of 4 needs 80-89 registers here (5 blocks per SM), the window of 8 112-123 (4 blocks
+// of 4 warps: the unstaged 2:4 kernel; the dense one runs 2 blocks of 8, kDensePairWarps below).
 template <int kUnroll>
 inline constexpr int kBalancedBlocksPerSm = kUnroll == 8 ? 4 : 5;
 
