@@ -81,3 +81,44 @@ TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Nvfp4GemvHeuristics, BalancedGridsTakeAsFewBlocksAsTheMostItemsNeed) {
+  using lowbit::cuda::nvfp4_balanced_grid;
+  // DeepSeek-V3 down at M = 1 (8 slots x 448 tiles) on 2 blocks per SM of an H200: 14 items a
+  // block at most, so 256 blocks of 14 rather than 264 of 13 or 14.
+  EXPECT_EQ(nvfp4_balanced_grid(3584, 2, 132), 256u);
+  // DeepSeek-V3 gate_up at M = 1 (8 x 256 tiles), one wide block per SM: 128 blocks of 16.
+  EXPECT_EQ(nvfp4_balanced_grid(2048, 1, 132), 128u);
+  // An even split keeps every block; fewer items than blocks give one item a block.
+  EXPECT_EQ(nvfp4_balanced_grid(264 * 7, 2, 132), 264u);
+  EXPECT_EQ(nvfp4_balanced_grid(10, 2, 132), 10u);
+  EXPECT_EQ(nvfp4_balanced_grid(1, 1, 132), 1u);
+  // Every item is covered: blocks * most >= items, and one block fewer would need more a block.
+  for (std::int64_t items : {1, 131, 133, 1000, 3584, 13888, 100000}) {
+    for (int per_sm : {1, 2, 4}) {
+      const std::int64_t slots = std::int64_t{per_sm} * 132;
+      const std::int64_t most = (items + slots - 1) / slots;
+      const std::int64_t blocks = nvfp4_balanced_grid(items, per_sm, 132);
+      EXPECT_LE(blocks, slots) << items;
+      EXPECT_GE(blocks * most, items) << items;
+      EXPECT_LT((blocks - 1) * most, items) << items;
+    }
+  }
+}
+
+TEST(Nvfp4GemvHeuristics, StagedPairsOnlyUnderPdlOnLongLaunches) {
+  using lowbit::cuda::nvfp4_staged_pairs_pay;
+  // DeepSeek-V3 down at M = 1 and 4: 4.5 and 17 rounds a warp at 24 warps per SM of an H200.
+  EXPECT_TRUE(nvfp4_staged_pairs_pay(7168, 2048, 8, 8, true, 132));
+  EXPECT_TRUE(nvfp4_staged_pairs_pay(7168, 2048, 30, 32, true, 132));
+  // On a stream the 5 blocks of 4 warps stay.
+  EXPECT_FALSE(nvfp4_staged_pairs_pay(7168, 2048, 8, 8, false, 132));
+  // Qwen3-Next down at M = 1 (10 slots x 128 tiles, one round a tile): 0.4 rounds a warp.
+  EXPECT_FALSE(nvfp4_staged_pairs_pay(2048, 512, 10, 10, true, 132));
+  // Idle slots beyond the routed rows do not count.
+  EXPECT_FALSE(nvfp4_staged_pairs_pay(7168, 2048, 256, 2, true, 132));
+}
+
+}  // namespace

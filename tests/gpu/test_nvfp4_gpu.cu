@@ -23,6 +23,7 @@
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/nvfp4.h"
+#include "../../src/cuda/nvfp4/nvfp4_gemv_config.h"
 
 namespace lowbit {
 namespace {
@@ -305,15 +306,14 @@ void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slot
   // from global memory: the same B fragments, so the same bits (where the launch cannot run
   // balanced or staged, both settings run the same kernel). Under PDL, where both run 4 blocks
   // per SM and so split the work alike (on a stream the staged kernel runs 5), except on long
-  // launches, where the staged kernel runs 2 blocks of 12 warps per SM (staged_pairs_pay in
-  // sm90_nvfp4_gemv_balanced.cuh, mirrored here) and is checked against the references.
+  // launches, where the staged kernel runs 2 blocks of 12 warps per SM (nvfp4_staged_pairs_pay)
+  // and is checked against the references.
   std::vector<std::uint16_t> sparse_staged;
   {
     int sms = 0;
     LOWBIT_TEST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const std::int64_t slots = static_cast<std::int64_t>(r.expert_ids.size());
-    const bool staged_in_pairs =
-        (rows / 16) * std::min(slots, out_rows) * (cols / 512) >= std::int64_t{2} * 2 * 12 * sms;
+    const bool staged_in_pairs = cuda::nvfp4_staged_pairs_pay(
+        rows, cols, static_cast<std::int64_t>(r.expert_ids.size()), out_rows, true, sms);
     auto run_with = [&](const char* config) {
       setenv("LOWBIT_NVFP4_GEMV", config, 1);
       Nvfp4Sparse24GemvArgs args{x, dev3(d_values, 4, DType::kUInt8),

@@ -110,4 +110,17 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
   return config;
 }
 
+unsigned nvfp4_balanced_grid(std::int64_t items, int per_sm, int sms) {
+  const std::int64_t blocks = std::int64_t{per_sm} * sms;
+  const std::int64_t most = std::max<std::int64_t>((items + blocks - 1) / blocks, 1);
+  return static_cast<unsigned>(std::max<std::int64_t>((items + most - 1) / most, 1));
+}
+
+bool nvfp4_staged_pairs_pay(std::int64_t rows, std::int64_t cols, std::int64_t slots,
+                            std::int64_t pairs, bool dependent_launch, int sms) {
+  const std::int64_t rounds = (rows / 16) * std::min(slots, pairs) * (cols / 64 / 8);
+  return dependent_launch &&
+         rounds >= std::int64_t{kStagedPairMinRounds} * kPairBlocksPerSm * kStagedPairWarps * sms;
+}
+
 }  // namespace lowbit::cuda

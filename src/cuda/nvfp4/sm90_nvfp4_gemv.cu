@@ -271,6 +271,7 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
   };
   if (config.balanced && balanced_stream_fits(p, config.unroll)) {
     const int sms = current_device_sm_count(op);
+    const std::int64_t items = tiles * p.slots;
     if constexpr (kSparse) {
       if (config.unroll == 8 && config.stage_x && staged_x_fits(p.tokens, p.cols)) {
         const auto rows_bytes = static_cast<std::size_t>(p.tokens * staged_x_row_bytes(p.cols));
@@ -281,15 +282,16 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
           // NVIDIA H200, forty-ninth session: on as few blocks as the most items need (2048
           // items of DeepSeek-V3 gate_up at M = 1 on 128 blocks of 16), 1.1-1.3% faster on a stream.
           constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true, 1, kWideBalancedWarps>;
-          launch_with(kernel, dim3(blocks_for_most_items(p, 1, sms)), rows_bytes,
+          launch_with(kernel, dim3(nvfp4_balanced_grid(items, 1, sms)), rows_bytes,
                       kWideBalancedWarps * 32);
           check_launch(op);
           return;
         }
-        if (staged_pairs_pay(p, sms)) {
+        if (nvfp4_staged_pairs_pay(p.rows, p.cols, p.slots, p.output_rows, p.dependent_launch,
+                                   sms)) {
           constexpr auto kernel =
               nvfp4_gemv_balanced_kernel<true, 8, true, kPairBlocksPerSm, kStagedPairWarps>;
-          launch_with(kernel, dim3(blocks_for_most_items(p, kPairBlocksPerSm, sms)),
+          launch_with(kernel, dim3(nvfp4_balanced_grid(items, kPairBlocksPerSm, sms)),
                       staged_x_shared_bytes<kernel>(kPairBlocksPerSm, rows_bytes, op),
                       kStagedPairWarps * 32);
           check_launch(op);
@@ -315,7 +317,8 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
         launch_with(nvfp4_gemv_balanced_kernel<true, 8, false>, dim3(kBalancedBlocksPerSm<8> * sms));
       } else {
         launch_with(nvfp4_gemv_balanced_kernel<false, 8, false, kPairBlocksPerSm, kDensePairWarps>,
-                    dim3(blocks_for_most_items(p, kPairBlocksPerSm, sms)), 0, kDensePairWarps * 32);
+                    dim3(nvfp4_balanced_grid(items, kPairBlocksPerSm, sms)), 0,
+                    kDensePairWarps * 32);
       }
     } else {
       launch_with(nvfp4_gemv_balanced_kernel<kSparse, 4, false>, dim3(kBalancedBlocksPerSm<4> * sms));

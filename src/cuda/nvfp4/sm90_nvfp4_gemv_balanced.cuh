@@ -235,7 +235,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
 }
 
 // The window of 4 needs 80-89 registers here (5 blocks per SM), the window of 8 112-123 (4 blocks
-// of 4 warps: the unstaged 2:4 kernel; the dense one runs 2 blocks of 8, kDensePairWarps below).
+// of 4 warps: the unstaged 2:4 kernel; the dense one runs 2 blocks of 8, kDensePairWarps).
 template <int kUnroll>
 inline constexpr int kBalancedBlocksPerSm = kUnroll == 8 ? 4 : 5;
 
@@ -262,38 +262,6 @@ inline constexpr int kStagedBlocksPerSmOnStream = 5;
 // - DeepSeek-V3 down (K = 2048, 4 rounds a unit) at M = 1: 24 warps 19.20-19.26 us against the
 //   5-block kernel's 17.71-17.86, so the heuristic takes it for long rows only.
 inline constexpr int kWideBalancedWarps = 24;
-
-// Block shapes that share an SM's items over more warps than a 4-warp block (forty-ninth session,
-// docs/perf/nvfp4_gemv.md, "Fewer, wider blocks on as many as the most items need"): 4-warp
-// blocks get whole items, and the block that arrives last on an SM runs its rounds ~15% slower
-// than the first (the schedulers favour older warps), so a last-arriving block with one item
-// more ends the launch. A wider block splits the SM's items by rounds among warps of one age.
-// - The dense window of 8 (121 registers): 2 blocks of 8 warps per SM.
-// - The staged 2:4 kernel under PDL on long launches: 2 blocks of 12 warps per SM. Short ones
-//   (Qwen3-Next down at M = 1: under one round a warp) stay on 4-warp blocks, 14-22% faster
-//   there; on a stream 5 blocks of 4 warps stay faster (DeepSeek-V3 down at M = 1: 17.9 against
-//   18.0-18.2 us).
-inline constexpr int kDensePairWarps = 8;
-inline constexpr int kStagedPairWarps = 12;
-inline constexpr int kPairBlocksPerSm = 2;
-inline constexpr int kStagedPairMinRounds = 2;  // per warp
-
-// The grid of a balanced launch of `per_sm` blocks per SM: as few blocks as give the same most
-// items per block as per_sm * sms blocks would, so that every block has that many (DeepSeek-V3
-// down at M = 1: 3584 items on 256 blocks of 14, not 264 blocks of 13 or 14, which left 20 SMs
-// an item more than the others while 4 SMs now idle).
-inline unsigned blocks_for_most_items(const Nvfp4GemvParams& p, int per_sm, int sms) {
-  const std::int64_t items = (p.rows / 16) * p.slots, slots = std::int64_t{per_sm} * sms;
-  const std::int64_t most = (items + slots - 1) / slots;
-  return static_cast<unsigned>(std::max<std::int64_t>((items + most - 1) / most, 1));
-}
-
-// Whether the staged 2:4 launch takes 2 blocks of kStagedPairWarps per SM (under PDL).
-inline bool staged_pairs_pay(const Nvfp4GemvParams& p, int sms) {
-  const std::int64_t rounds = (p.rows / 16) * std::min(p.slots, p.output_rows) * (p.cols / 64 / 8);
-  return p.dependent_launch &&
-         rounds >= std::int64_t{kStagedPairMinRounds} * kPairBlocksPerSm * kStagedPairWarps * sms;
-}
 
 // Whether a launch can run balanced: whole rounds per tile, some token row to read for absent
 // tokens, slots no more than routed rows (idle slots would unbalance the split by items), and
