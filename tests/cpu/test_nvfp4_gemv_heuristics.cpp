@@ -80,10 +80,6 @@ TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {
   unsetenv("LOWBIT_NVFP4_GEMV");
 }
 
-}  // namespace
-
-namespace {
-
 TEST(Nvfp4GemvHeuristics, BalancedGridsTakeAsFewBlocksAsTheMostItemsNeed) {
   using lowbit::cuda::nvfp4_balanced_grid;
   // DeepSeek-V3 down at M = 1 (8 slots x 448 tiles) on 2 blocks per SM of an H200: 14 items a
