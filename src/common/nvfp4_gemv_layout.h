@@ -16,61 +16,71 @@ namespace lowbit::detail {
 
 // Codes in a GEMV word. A 32-bit word holds the 8 codes of one tensor-core step: slot p + 4h is
 // half h (the lower K of the pair: h = 0) of A-fragment register a_p. Slots are numbered like
-// nibbles (slot address = 2 * byte + 1 for a high nibble), but a code is not stored as a nibble:
-// its 3 magnitude bits sit at kGemvMagnitudeBit[p] + 16h and its sign at kGemvSignBit[p] + 16h.
-// The kernels build a_p as bf16x2 with the magnitudes at bits [8:6] / [24:22] and the signs at
-// 15 / 31 (the e2m1 value times 2^-126); these positions let registers 0 and 1 take one shift
-// and one mask, 2 and 3 two of each: 11 operations per word where nibbles took 15 (a search
-// over all placements of shifted copies of a word found none cheaper).
-inline constexpr int kGemvMagnitudeBit[4] = {6, 0, 3, 10};
-inline constexpr int kGemvSignBit[4] = {15, 9, 13, 14};
+// nibbles (slot address = 2 * byte + 1 for a high nibble), but a code is not stored as a nibble.
+// The kernels build a_p as bf16x2 with code bit b (m, e0, e1, sign) at bit kGemvCodeTarget[b] +
+// 16h (the e2m1 value times 2^-126), each bit taken from the word rotated left by
+// kGemvRotation[p][b] and masked, so code bit b of slot p + 4h is stored at bit
+// (kGemvCodeTarget[b] + 16h - kGemvRotation[p][b]) mod 32. a_0 is a mask, a_1 and a_2 a shift (a
+// rotation) and a mask, a_3 two of each: 9 operations per word. Positions that keep each code's
+// 3 magnitude bits together took 11 at best (docs/nvfp4.md, "GEMV layouts").
+inline constexpr int kGemvCodeTarget[4] = {6, 7, 8, 15};
+inline constexpr int kGemvRotation[4][4] = {
+    {0, 0, 0, 0}, {4, 4, 4, 4}, {10, 10, 10, 10}, {6, 14, 14, 14}};
+
+LOWBIT_HOST_DEVICE constexpr std::uint32_t rotate_left(std::uint32_t q, int bits) {
+  return bits == 0 ? q : (q << bits) | (q >> (32 - bits));
+}
+
+// The bits of a_p (both halves) that come from the word rotated left by `rotation`.
+template <int kPair>
+LOWBIT_HOST_DEVICE constexpr std::uint32_t gemv_rotation_mask(int rotation) {
+  std::uint32_t mask = 0;
+  for (int b = 0; b < 4; ++b) {
+    if (kGemvRotation[kPair][b] == rotation) mask |= 0x00010001u << kGemvCodeTarget[b];
+  }
+  return mask;
+}
 
 // a_p of a word q: bf16x2 bits of its two codes' e2m1 values times 2^-126.
 template <int kPair>
 LOWBIT_HOST_DEVICE std::uint32_t gemv_pair_bits(std::uint32_t q) {
-  constexpr std::uint32_t kMagnitudes = 0x01C001C0u, kSigns = 0x80008000u;
-  constexpr int kMagnitudeShift = 6 - kGemvMagnitudeBit[kPair];
-  constexpr int kSignShift = 15 - kGemvSignBit[kPair];
-  std::uint32_t magnitudes;
-  if constexpr (kMagnitudeShift >= 0) {
-    magnitudes = q << kMagnitudeShift;
-  } else {
-    magnitudes = q >> -kMagnitudeShift;
-  }
-  if constexpr (kMagnitudeShift == kSignShift) {
-    return magnitudes & (kMagnitudes | kSigns);
-  } else {
-    return (magnitudes & kMagnitudes) | ((q << kSignShift) & kSigns);
+  constexpr int kFirst = kGemvRotation[kPair][0], kLast = kGemvRotation[kPair][3];
+  constexpr std::uint32_t kFirstMask = gemv_rotation_mask<kPair>(kFirst);
+  if constexpr (kFirst == kLast) {
+    return rotate_left(q, kFirst) & kFirstMask;
+  } else {  // two rotations (the table has at most two per pair: code bit 0's and the rest's)
+    constexpr std::uint32_t kLastMask = gemv_rotation_mask<kPair>(kLast);
+    static_assert((kFirstMask | kLastMask) == 0x81C081C0u, "two rotations cover a_p");
+    return (rotate_left(q, kFirst) & kFirstMask) | (rotate_left(q, kLast) & kLastMask);
   }
 }
 
-// A GEMV code word (little-endian 32 bits), and where the code at a slot address sits in it.
+// A GEMV code word (little-endian 32 bits), and where bit b of the code at a slot address sits in
+// it.
 inline std::uint32_t gemv_word(const std::uint8_t* word) {
   return word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
 }
-inline int gemv_magnitude_bit(std::int64_t slot_address) {
-  return kGemvMagnitudeBit[slot_address % 4] + 16 * static_cast<int>(slot_address % 8 / 4);
-}
-inline int gemv_sign_bit(std::int64_t slot_address) {
-  return kGemvSignBit[slot_address % 4] + 16 * static_cast<int>(slot_address % 8 / 4);
+inline int gemv_code_bit(std::int64_t slot_address, int b) {
+  const int pair = static_cast<int>(slot_address % 4);
+  const int half = static_cast<int>(slot_address % 8 / 4);
+  return (kGemvCodeTarget[b] + 16 * half - kGemvRotation[pair][b] + 32) % 32;
 }
 
 // The code at a slot address of a GEMV code buffer.
 inline std::uint8_t read_gemv_code(const std::uint8_t* bytes, std::int64_t slot_address) {
   const std::uint32_t q = gemv_word(bytes + slot_address / 8 * 4);
-  const std::uint32_t magnitude = (q >> gemv_magnitude_bit(slot_address)) & 7;
-  const std::uint32_t sign = (q >> gemv_sign_bit(slot_address)) & 1;
-  return static_cast<std::uint8_t>(sign << 3 | magnitude);
+  std::uint32_t code = 0;
+  for (int b = 0; b < 4; ++b) code |= (q >> gemv_code_bit(slot_address, b) & 1u) << b;
+  return static_cast<std::uint8_t>(code);
 }
 
 inline void write_gemv_code(std::uint8_t* bytes, std::int64_t slot_address, std::uint8_t code) {
   std::uint8_t* word = bytes + slot_address / 8 * 4;
-  const int magnitude_bit = gemv_magnitude_bit(slot_address);
-  const int sign_bit = gemv_sign_bit(slot_address);
   std::uint32_t q = gemv_word(word);
-  q &= ~(7u << magnitude_bit | 1u << sign_bit);
-  q |= static_cast<std::uint32_t>(code & 7) << magnitude_bit |
-       static_cast<std::uint32_t>(code >> 3 & 1) << sign_bit;
+  for (int b = 0; b < 4; ++b) {
+    const int bit = gemv_code_bit(slot_address, b);
+    q = (q & ~(1u << bit)) | static_cast<std::uint32_t>(code >> b & 1) << bit;
+  }
   for (int b = 0; b < 4; ++b) word[b] = static_cast<std::uint8_t>(q >> (8 * b));
 }
 

@@ -210,11 +210,11 @@ TEST(Nvfp4GemvLayout, EveryCodeSlotAndScaleHasOneHome) {
 TEST(Nvfp4GemvLayout, CodeBitsDecodeToTheirBf16Halves) {
   std::uint32_t used = 0;
   for (int slot = 0; slot < 8; ++slot) {
-    const int p = slot % 4, h = slot / 4;
-    const std::uint32_t bits = 7u << (detail::kGemvMagnitudeBit[p] + 16 * h) |
-                               1u << (detail::kGemvSignBit[p] + 16 * h);
-    EXPECT_EQ(used & bits, 0u) << "slot " << slot;
-    used |= bits;
+    for (int b = 0; b < 4; ++b) {
+      const std::uint32_t bit = 1u << detail::gemv_code_bit(slot, b);
+      EXPECT_EQ(used & bit, 0u) << "slot " << slot << ", code bit " << b;
+      used |= bit;
+    }
   }
   EXPECT_EQ(used, 0xFFFFFFFFu);
   std::mt19937 rng(7);

@@ -26,6 +26,7 @@
 #include "nvfp4_gemv_config.h"
 #include "nvfp4_launch.h"
 #include "sm90_nvfp4_gemv_balanced.cuh"
+#include "sm90_nvfp4_gemv_block_cap.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
 #include "sm90_nvfp4_gemv_staged_x.cuh"
 
@@ -202,7 +203,7 @@ __device__ __forceinline__ void slot_tile(const Nvfp4GemvParams& p, const Tables
 // NOTE: the register cap sets how many warps are in flight per SM. A window of 8 chunks fits 128
 // registers (4 blocks, 16 warps); a window of 4 fits 80 (6 blocks, 24 warps; no spills, and 6
 // measured up to 27% faster than 4 on launches of many experts); the K-split variants hold
-// partial sums too and get 3 blocks.
+// partial sums too and get 3 blocks (the launch pads shared memory where registers would fit 4).
 template <int kWarpsPerTile, int kUnroll>
 inline constexpr int kBlocksPerSm = kWarpsPerTile > 1 ? 3 : kUnroll == 8 ? 4 : 6;
 
@@ -250,7 +251,8 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
     shape.dependent = p.dependent_launch;
     check_cuda(launch_kernel(kernel, p, shape, stream), op, "kernel launch");
   };
-  auto run = [&](auto kernel, int warps_per_tile, int blocks_per_sm) {
+  auto run = [&](auto kernel, int warps_per_tile, int blocks_per_sm,
+                 std::size_t shared_bytes = 0) {
     dim3 grid;
     if (warps_per_tile == 1) {
       // Items of up to 32 chunks: only the resident blocks, each warp looping over items
@@ -267,7 +269,7 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
       grid = dim3(static_cast<unsigned>((tiles + tiles_per_block - 1) / tiles_per_block),
                   static_cast<unsigned>(p.slots));
     }
-    launch_with(kernel, grid);
+    launch_with(kernel, grid, shared_bytes);
   };
   if (config.balanced && balanced_stream_fits(p, config.unroll)) {
     const int sms = current_device_sm_count(op);
@@ -292,7 +294,7 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
           constexpr auto kernel =
               nvfp4_gemv_balanced_kernel<true, 8, true, kPairBlocksPerSm, kStagedPairWarps>;
           launch_with(kernel, dim3(nvfp4_balanced_grid(items, kPairBlocksPerSm, sms)),
-                      staged_x_shared_bytes<kernel>(kPairBlocksPerSm, rows_bytes, op),
+                      blocks_per_sm_shared_bytes<kernel>(kPairBlocksPerSm, rows_bytes, op),
                       kStagedPairWarps * 32);
           check_launch(op);
           return;
@@ -301,7 +303,7 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
           constexpr int kBlocks = decltype(blocks_per_sm)::value;
           constexpr auto kernel = nvfp4_gemv_balanced_kernel<true, 8, true, kBlocks>;
           launch_with(kernel, dim3(kBlocks * sms),
-                      staged_x_shared_bytes<kernel>(kBlocks, rows_bytes, op));
+                      blocks_per_sm_shared_bytes<kernel>(kBlocks, rows_bytes, op));
         };
         if (p.dependent_launch) {
           launch_staged(std::integral_constant<int, kBalancedBlocksPerSm<8>>{});
@@ -330,8 +332,23 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
   switch (key) {
     case 14: run(nvfp4_gemv_kernel<kSparse, 1, 4>, 1, kBlocksPerSm<1, 4>); break;
     case 18: run(nvfp4_gemv_kernel<kSparse, 1, 8>, 1, kBlocksPerSm<1, 8>); break;
-    case 24: run(nvfp4_gemv_kernel<kSparse, 2, 4>, 2, kBlocksPerSm<2, 4>); break;
-    case 44: run(nvfp4_gemv_kernel<kSparse, 4, 4>, 4, kBlocksPerSm<4, 4>); break;
+    // The K-split kernels are shaped for kBlocksPerSm blocks per SM; the 2:4 ones compile to 128
+    // registers, which would let a fourth in (sm90_nvfp4_gemv_block_cap.cuh). NVIDIA H200,
+    // fiftieth session: Qwen3-30B-A3B gate_up at M = 1, 2:4 (2, 4) under graph + PDL went from
+    // 6.62 to 6.93 us when a change of its decode took it from 130 registers to 128, and back to
+    // 6.66 us with the cap.
+    case 24: {
+      constexpr auto kernel = nvfp4_gemv_kernel<kSparse, 2, 4>;
+      constexpr int kBlocks = kBlocksPerSm<2, 4>;
+      run(kernel, 2, kBlocks, cap_blocks_shared_bytes<kernel>(kBlocks, kThreads, op));
+      break;
+    }
+    case 44: {
+      constexpr auto kernel = nvfp4_gemv_kernel<kSparse, 4, 4>;
+      constexpr int kBlocks = kBlocksPerSm<4, 4>;
+      run(kernel, 4, kBlocks, cap_blocks_shared_bytes<kernel>(kBlocks, kThreads, op));
+      break;
+    }
     default: throw Error(op, "config", "(1, 4), (1, 8), (2, 4) or (4, 4)", std::to_string(key));
   }
   check_launch(op);

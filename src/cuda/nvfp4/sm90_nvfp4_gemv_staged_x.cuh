@@ -18,47 +18,12 @@
 // DeepSeek-V3 down at M = 1 (NVIDIA H200, forty-third session), so only 2:4 stages.
 #pragma once
 
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
 #include <cstdint>
 
 #include "../common/bulk_copy.cuh"
-#include "../common/check.cuh"
 #include "sm90_nvfp4_gemv_device.cuh"
 
 namespace lowbit::cuda::nvfp4_gemv {
-
-// Dynamic shared memory for a staged launch of `kKernel`: the rows, or more, so that no more
-// than `blocks_per_sm` blocks fit on an SM. The staged kernels need fewer registers (2:4
-// balanced: 91 against 128), so a fifth block would fit; under programmatic dependent launch the
-// next launch's blocks then fill the SMs that free first, five to an SM there and three
-// elsewhere, and the static split over blocks no longer matches the SMs (2:4 DeepSeek-V3 down at
-// M = 1 under graph + PDL on an H200: 18.2 us unpadded, 17.0-17.2 us padded; forty-third
-// session).
-template <auto kKernel>
-std::size_t staged_x_shared_bytes(int blocks_per_sm, std::size_t rows_bytes, const char* op) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<long long> cached[kMaxDevices] = {};  // padding + 1; 0: not known yet
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-  long long known = device < kMaxDevices ? cached[device].load(std::memory_order_relaxed) : 0;
-  if (known == 0) {
-    int per_sm = 0, reserved = 0;
-    check_cuda(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
-               op, "cudaDeviceGetAttribute");
-    check_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device),
-               op, "cudaDeviceGetAttribute");
-    cudaFuncAttributes attributes{};
-    check_cuda(cudaFuncGetAttributes(&attributes, kKernel), op, "cudaFuncGetAttributes");
-    // One byte more than a share of (blocks_per_sm + 1) blocks, rounded up to 16.
-    const long long share = per_sm / (blocks_per_sm + 1) - reserved -
-                            static_cast<long long>(attributes.sharedSizeBytes) + 1;
-    known = (std::max(share, 0LL) + 15) / 16 * 16 + 1;
-    if (device < kMaxDevices) cached[device].store(known, std::memory_order_relaxed);
-  }
-  return std::max(rows_bytes, static_cast<std::size_t>(known - 1));
-}
 
 // Every thread of the block copies its share of the token rows, an 8-byte run a copy, in the
 // staged order; the caller waits (wait_staged_x) and takes a block barrier before reading them.
