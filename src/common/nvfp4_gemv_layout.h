@@ -115,11 +115,12 @@ inline std::int64_t nvfp4_gemv_scale_byte(std::int64_t row, std::int64_t k, std:
   return c.chunk_index * 64 + c.lane * 2 + c.half;
 }
 
-// 2:4 layout: the sparse tensor cores (mma.sp m16n8k32) take a chunk in two 32-deep steps s.
-// The chunk's 16 groups of 4 K values, a = (k % 64) / 4, are mma group i = 2 * (a % 4) + a / 8 of
-// step s = (a % 8) / 4; lane 4 * (row % 8) + t holds the kept pairs of mma groups t (slot 0) and
-// t + 4 (slot 1) for both halves. (The activations follow: mma.sp's 4-wide groups span two
-// lanes' B fragments, so each lane loads half of each of its actual groups.)
+// 2:4 layout: the sparse tensor cores (mma.sp m16n8k32) take a chunk in two 32-deep steps s. The
+// chunk's 16 groups of 4 K values, a = (k % 64) / 4, are mma group i = a / 4 + 4 * (a % 2) of step
+// s = (a % 4) / 2; lane 4 * (row % 8) + t holds the kept pairs of mma groups t (slot 0) and t + 4
+// (slot 1) for both halves, which are the groups 4t .. 4t + 3: one 16-K block, so one block scale
+// per row a chunk. (The activations follow: mma.sp's 4-wide groups span two lanes' B fragments,
+// so each lane loads half of each of its actual groups.)
 struct Nvfp4GemvSparseCoordinates {
   std::int64_t chunk_index;
   int g;        // row % 8
@@ -133,8 +134,8 @@ inline Nvfp4GemvSparseCoordinates nvfp4_gemv_sparse_coordinates(std::int64_t row
                                                                 std::int64_t cols) {
   const int in_tile = static_cast<int>(row % 16);
   const int a = static_cast<int>(group % 16);
-  return {(row / 16) * (cols / 64) + group / 16, in_tile % 8, in_tile / 8, (a % 8) / 4,
-          2 * (a % 4) + a / 8};
+  return {(row / 16) * (cols / 64) + group / 16, in_tile % 8, in_tile / 8, (a % 4) / 2,
+          a / 4 + 4 * (a % 2)};
 }
 
 // 2:4 values: 256 bytes per chunk, 8 per lane, one 32-bit word per step; the kept pair of
@@ -159,8 +160,7 @@ inline std::int64_t nvfp4_gemv_sparse_index_nibble(std::int64_t row, std::int64_
 }
 
 // 2:4 block scales: 64 bytes per chunk, 8 per row pair g; the scale of 16-K block b of the
-// chunk at byte 2b + half, so lane 4g + t reads blocks 2 * (t % 2) and + 1 as one 32-bit word
-// (the block of its step s at bytes 2s, 2s + 1).
+// chunk at byte 2b + half, so lane 4g + t reads its block t (both halves) as one 16-bit word.
 inline std::int64_t nvfp4_gemv_sparse_scale_byte(std::int64_t row, std::int64_t k,
                                                  std::int64_t cols) {
   const int in_tile = static_cast<int>(row % 16);

@@ -196,11 +196,11 @@ TEST(Nvfp4GemvLayout, EveryCodeSlotAndScaleHasOneHome) {
   // position 2 -> pair 2*1 + 1 = 3 at slot 3 of word 1 (byte 512 + 4*16 + 4).
   EXPECT_EQ(detail::nvfp4_gemv_dense_slot(9, 70, cols), (512 + 64 + 4) * 2 + 3);
   // docs/nvfp4.md 2:4 example: row 9, group 17 (k 68..71) -> chunk 1, a = 1: step 0, mma group
-  // 2; lane 4 * 1 + 2, group slot 0, half 1: value slots 1 and 5 of word 0; metadata in lane
-  // 4 * 1 + 0 at nibble 4 + 2; the scale of block 0 of the chunk at byte 64 + 8 + 2 * 0 + 1.
-  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_slot(9, 17, 0, cols), (256 + 6 * 8) * 2 + 1);
-  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_slot(9, 17, 1, cols), (256 + 6 * 8) * 2 + 5);
-  EXPECT_EQ(detail::nvfp4_gemv_sparse_index_nibble(9, 17, cols), (128 + 4 * 4) * 2 + 6);
+  // 4; lane 4 * 1 + 0, group slot 1, half 1: value slots 3 and 7 of word 0; metadata in lane
+  // 4 * 1 + 1 at nibble 4 + 0; the scale of block 0 of the chunk at byte 64 + 8 + 2 * 0 + 1.
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_slot(9, 17, 0, cols), (256 + 4 * 8) * 2 + 3);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_value_slot(9, 17, 1, cols), (256 + 4 * 8) * 2 + 7);
+  EXPECT_EQ(detail::nvfp4_gemv_sparse_index_nibble(9, 17, cols), (128 + 5 * 4) * 2 + 4);
   EXPECT_EQ(detail::nvfp4_gemv_sparse_scale_byte(9, 68, cols), 64 + 8 + 1);
 }
 

@@ -86,7 +86,7 @@ template <>
 struct ChunkWeights<true> {
   uint2 values;            // 2 sparse steps x (2 rows x 2 groups x 2 kept codes)
   std::uint32_t metadata;  // mma.sp metadata of step lane % 4 / 2
-  std::uint32_t scales;    // byte 2s: row r, byte 2s + 1: row r + 8, of sparse step s
+  std::uint32_t scales;    // low byte: row r, next byte: row r + 8 (both sparse steps)
 };
 
 // The per-lane addresses of one chunk of an expert's tile (moved along the tile by advance, so
@@ -108,7 +108,7 @@ template <bool kSparse>
 __device__ __forceinline__ ChunkWeights<kSparse> load_chunk(const TileAddress& at, int chunk) {
   ChunkWeights<kSparse> w;
   if constexpr (kSparse) {
-    w.scales = __ldcs(reinterpret_cast<const unsigned int*>(at.scales + chunk * 64));
+    w.scales = __ldcs(reinterpret_cast<const unsigned short*>(at.scales + chunk * 64));
     w.values = __ldcs(reinterpret_cast<const uint2*>(at.weights + chunk * 256));
     w.metadata = __ldcs(reinterpret_cast<const unsigned int*>(at.indices + chunk * 128));
   } else {
@@ -144,8 +144,8 @@ __device__ __forceinline__ void step_fragments(const ChunkWeights<false>& w, con
 template <int kStep>
 __device__ __forceinline__ void step_fragments(const ChunkWeights<true>& w, const Tables& tables,
                                                std::uint32_t (&a)[4]) {
-  const std::uint32_t scale_row = scale_entry<2 * kStep>(tables, w.scales);
-  const std::uint32_t scale_row8 = scale_entry<2 * kStep + 1>(tables, w.scales);
+  const std::uint32_t scale_row = scale_entry<0>(tables, w.scales);  // one 16-K block a lane
+  const std::uint32_t scale_row8 = scale_entry<1>(tables, w.scales);
   const std::uint32_t q = kStep == 0 ? w.values.x : w.values.y;
   a[0] = mul_bf16x2(detail::gemv_pair_bits<0>(q), scale_row);   // row r,     group lane % 4
   a[1] = mul_bf16x2(detail::gemv_pair_bits<1>(q), scale_row8);  // row r + 8, group lane % 4
@@ -256,9 +256,10 @@ __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
 }
 
 // The lane's B fragments of one chunk. Dense: 16 consecutive K values of its token in each
-// group. 2:4: word 4s + j of sparse step s holds K values 16s + 4j + {0, 1} past the lane's
-// base (lane % 4 / 2 * 32 + lane % 2 * 2): half of an actual group of 4, whose other half sits
-// in the neighbouring lane, as mma.sp's groups do. Absent tokens read token 0's row: an output
+// group. 2:4: word 4s + j of sparse step s holds K values 32 * (j % 2) + 8s + 4 * (j / 2) +
+// {0, 1} past the lane's base (lane % 4 / 2 * 16 + lane % 2 * 2), of group 4 * (lane % 4 / 2) +
+// 8 * (j % 2) + 2s + j / 2 (mma group lane % 4 / 2 + 2j of step s, nvfp4_gemv_layout.h): half of
+// an actual group of 4, whose other half sits in the neighbouring lane, as mma.sp's groups do. Absent tokens read token 0's row: an output
 // column depends only on its own B column, and absent tokens' columns are not stored as sums.
 template <bool kSparse, int kTokenGroups>
 __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
@@ -268,8 +269,8 @@ __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_
     if constexpr (kSparse) {
 #pragma unroll
       for (int v = 0; v < 8; ++v) {
-        x[n][v] = __ldg(reinterpret_cast<const unsigned int*>(x_row[n] + chunk * 64 +
-                                                               16 * (v / 4) + 4 * (v % 4)));
+        x[n][v] = __ldg(reinterpret_cast<const unsigned int*>(
+            x_row[n] + chunk * 64 + 32 * (v % 2) + 8 * (v / 4) + 4 * (v % 4 / 2)));
       }
     } else {
       const uint4 lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
@@ -286,7 +287,7 @@ __device__ __forceinline__ const std::uint16_t* x_row_of_token(const Nvfp4GemvPa
                                                                int token) {
   const int quad = threadIdx.x % 4;
   const bool x_ok = token >= 0 && token < p.tokens;
-  const int lane_offset = kSparse ? quad / 2 * 32 + quad % 2 * 2 : 16 * quad;
+  const int lane_offset = kSparse ? quad / 2 * 16 + quad % 2 * 2 : 16 * quad;
   return p.x + (x_ok ? token : 0) * p.x_row_stride + lane_offset;
 }
 
@@ -337,7 +338,7 @@ __device__ __forceinline__ TileAddress tile_address(const Nvfp4GemvParams& p, st
   TileAddress at;
   if constexpr (kSparse) {
     at.scales = p.block_scales + e * (weight_codes / 16) + first_chunk * 64 + (lane / 4) * 8 +
-                (lane % 2) * 4;
+                (lane % 4) * 2;
     at.weights = p.weights + e * (weight_codes / 4) + first_chunk * 256 + lane * 8;
     at.indices = p.indices + e * (weight_codes / 8) + first_chunk * 128 + lane * 4;
   } else {

@@ -7,12 +7,12 @@
 // session; docs/perf/nvfp4_gemv.md). Staged in the order below, one `ldmatrix.x4` gives a lane
 // the four words of a sparse step: two instructions a chunk instead of eight.
 //
-// Order: per token row, per 64-K chunk, eight 16-byte segments; segment v holds the chunk's
-// 8-byte runs v and 8 + v (K 4v .. 4v + 3 and 32 + 4v .. 32 + 4v + 3). Matrix m of the chunk's
-// ldmatrix s reads segment 4s + m of the row of its token column (lane % 8 supplies it), and
-// lane t of a quad receives the segment's word t: K 4v + 2t (t < 2) or 32 + 4v + 2(t - 2), the
-// word load_activations reads from global memory for v = 4s + m. Rows are padded by 16 bytes so
-// that eight token rows fall in different banks.
+// Order: per token row, per 64-K chunk, eight 16-byte segments; segment 4s + m holds the chunk's
+// 8-byte runs (groups of 4 K values) a and a + 4, a = 8 * (m % 2) + 2s + m / 2. Matrix m of the
+// chunk's ldmatrix s reads segment 4s + m of the row of its token column (lane % 8 supplies it),
+// and lane t of a quad receives the segment's word t: K 4a + 2t (t < 2) or 4(a + 4) + 2(t - 2),
+// the word load_activations reads from global memory for word 4s + m. Rows are padded by 16
+// bytes so that eight token rows fall in different banks.
 //
 // The same for the dense kernel (its words transposed, 4-byte copies) measured 5% slower on
 // DeepSeek-V3 down at M = 1 (NVIDIA H200, forty-third session), so only 2:4 stages.
@@ -33,10 +33,12 @@ __device__ __forceinline__ void stage_x(const Nvfp4GemvParams& p, std::uint8_t* 
   const int runs = static_cast<int>(p.tokens) * runs_per_row;
   for (int r = threadIdx.x; r < runs; r += blockDim.x) {
     const int token = r / runs_per_row, run = r - token * runs_per_row;
-    const int chunk = run / 16, in_chunk = run % 16;
+    const int chunk = run / 16, group = run % 16;  // a run is a group of 4 K values
+    const int half = group / 4 % 2, first = group - 4 * half;
+    const int segment = 4 * (first % 8 / 2) + 2 * (first % 2) + first / 8;
     const std::uint16_t* from = p.x + token * p.x_row_stride + run * 4;
-    const unsigned to = shared_address(staged + token * row_bytes + chunk * 128 +
-                                       (in_chunk % 8) * 16 + (in_chunk / 8) * 8);
+    const unsigned to =
+        shared_address(staged + token * row_bytes + chunk * 128 + segment * 16 + half * 8);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(to), "l"(from) : "memory");
   }
 }
