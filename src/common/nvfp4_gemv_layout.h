@@ -55,32 +55,50 @@ LOWBIT_HOST_DEVICE std::uint32_t gemv_pair_bits(std::uint32_t q) {
   }
 }
 
-// A GEMV code word (little-endian 32 bits), and where bit b of the code at a slot address sits in
-// it.
+// A GEMV code word (little-endian 32 bits), and where bit b of the code in slot `slot` (0..7)
+// sits in it.
 inline std::uint32_t gemv_word(const std::uint8_t* word) {
   return word[0] | word[1] << 8 | word[2] << 16 | static_cast<std::uint32_t>(word[3]) << 24;
 }
-inline int gemv_code_bit(std::int64_t slot_address, int b) {
-  const int pair = static_cast<int>(slot_address % 4);
-  const int half = static_cast<int>(slot_address % 8 / 4);
-  return (kGemvCodeTarget[b] + 16 * half - kGemvRotation[pair][b] + 32) % 32;
+constexpr int gemv_code_bit(int slot, int b) {
+  return (kGemvCodeTarget[b] + 16 * (slot / 4) - kGemvRotation[slot % 4][b] + 32) % 32;
 }
+
+// Each code's bits in each slot, deposited in a word (host relayouts write a code with one mask
+// and one or: a code's bits no longer sit side by side).
+struct GemvCodeDeposits {
+  std::uint32_t bits[8][16];  // [slot][code]
+  std::uint32_t slot_mask[8];
+};
+constexpr GemvCodeDeposits gemv_code_deposits() {
+  GemvCodeDeposits d{};
+  for (int slot = 0; slot < 8; ++slot) {
+    for (int code = 0; code < 16; ++code) {
+      for (int b = 0; b < 4; ++b) {
+        const std::uint32_t bit = std::uint32_t{1} << gemv_code_bit(slot, b);
+        if (code >> b & 1) d.bits[slot][code] |= bit;
+        d.slot_mask[slot] |= bit;
+      }
+    }
+  }
+  return d;
+}
+inline constexpr GemvCodeDeposits kGemvCodeDeposits = gemv_code_deposits();
 
 // The code at a slot address of a GEMV code buffer.
 inline std::uint8_t read_gemv_code(const std::uint8_t* bytes, std::int64_t slot_address) {
   const std::uint32_t q = gemv_word(bytes + slot_address / 8 * 4);
+  const int slot = static_cast<int>(slot_address % 8);
   std::uint32_t code = 0;
-  for (int b = 0; b < 4; ++b) code |= (q >> gemv_code_bit(slot_address, b) & 1u) << b;
+  for (int b = 0; b < 4; ++b) code |= (q >> gemv_code_bit(slot, b) & 1u) << b;
   return static_cast<std::uint8_t>(code);
 }
 
 inline void write_gemv_code(std::uint8_t* bytes, std::int64_t slot_address, std::uint8_t code) {
   std::uint8_t* word = bytes + slot_address / 8 * 4;
-  std::uint32_t q = gemv_word(word);
-  for (int b = 0; b < 4; ++b) {
-    const int bit = gemv_code_bit(slot_address, b);
-    q = (q & ~(1u << bit)) | static_cast<std::uint32_t>(code >> b & 1) << bit;
-  }
+  const int slot = static_cast<int>(slot_address % 8);
+  const std::uint32_t q = (gemv_word(word) & ~kGemvCodeDeposits.slot_mask[slot]) |
+                          kGemvCodeDeposits.bits[slot][code & 15];
   for (int b = 0; b < 4; ++b) word[b] = static_cast<std::uint8_t>(q >> (8 * b));
 }
 
