@@ -259,8 +259,9 @@ __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
 // group. 2:4: word 4s + j of sparse step s holds K values 32 * (j % 2) + 8s + 4 * (j / 2) +
 // {0, 1} past the lane's base (lane % 4 / 2 * 16 + lane % 2 * 2), of group 4 * (lane % 4 / 2) +
 // 8 * (j % 2) + 2s + j / 2 (mma group lane % 4 / 2 + 2j of step s, nvfp4_gemv_layout.h): half of
-// an actual group of 4, whose other half sits in the neighbouring lane, as mma.sp's groups do. Absent tokens read token 0's row: an output
-// column depends only on its own B column, and absent tokens' columns are not stored as sums.
+// an actual group of 4, whose other half sits in the neighbouring lane, as mma.sp's groups do.
+// Absent tokens read token 0's row: an output column depends only on its own B column, and absent
+// tokens' columns are not stored as sums.
 template <bool kSparse, int kTokenGroups>
 __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
                                                  int chunk, std::uint32_t (&x)[kTokenGroups][8]) {
