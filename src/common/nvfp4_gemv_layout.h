@@ -85,6 +85,27 @@ constexpr GemvCodeDeposits gemv_code_deposits() {
 }
 inline constexpr GemvCodeDeposits kGemvCodeDeposits = gemv_code_deposits();
 
+// A source byte's two codes (low nibble first) deposited in code slots s and s + 4 of a word, for
+// s = 0..3: a dense word holds 4 consecutive K codes of rows r and r + 8, a 2:4 word the kept
+// pairs of two groups of those rows, each pair from one byte (host relayouts, a word at a time).
+struct GemvByteDeposits {
+  std::uint32_t bits[4][256];  // [s][byte]
+};
+constexpr GemvByteDeposits gemv_byte_deposits() {
+  GemvByteDeposits d{};
+  for (int s = 0; s < 4; ++s) {
+    for (int byte = 0; byte < 256; ++byte) {
+      d.bits[s][byte] = kGemvCodeDeposits.bits[s][byte & 15] | kGemvCodeDeposits.bits[s + 4][byte >> 4];
+    }
+  }
+  return d;
+}
+inline constexpr GemvByteDeposits kGemvByteDeposits = gemv_byte_deposits();
+
+inline void store_gemv_word(std::uint8_t* word, std::uint32_t q) {
+  for (int b = 0; b < 4; ++b) word[b] = static_cast<std::uint8_t>(q >> (8 * b));
+}
+
 // The code at a slot address of a GEMV code buffer.
 inline std::uint8_t read_gemv_code(const std::uint8_t* bytes, std::int64_t slot_address) {
   const std::uint32_t q = gemv_word(bytes + slot_address / 8 * 4);
@@ -97,9 +118,8 @@ inline std::uint8_t read_gemv_code(const std::uint8_t* bytes, std::int64_t slot_
 inline void write_gemv_code(std::uint8_t* bytes, std::int64_t slot_address, std::uint8_t code) {
   std::uint8_t* word = bytes + slot_address / 8 * 4;
   const int slot = static_cast<int>(slot_address % 8);
-  const std::uint32_t q = (gemv_word(word) & ~kGemvCodeDeposits.slot_mask[slot]) |
-                          kGemvCodeDeposits.bits[slot][code & 15];
-  for (int b = 0; b < 4; ++b) word[b] = static_cast<std::uint8_t>(q >> (8 * b));
+  store_gemv_word(word, (gemv_word(word) & ~kGemvCodeDeposits.slot_mask[slot]) |
+                            kGemvCodeDeposits.bits[slot][code & 15]);
 }
 
 struct Nvfp4GemvCoordinates {

@@ -3,6 +3,7 @@
 // validation error.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -262,6 +263,60 @@ std::vector<std::uint16_t> random_x(std::int64_t tokens, std::int64_t cols, std:
   std::vector<std::uint16_t> x(tokens * cols);
   for (auto& v : x) v = float_to_bf16(normal(rng));
   return x;
+}
+
+// The relayouts write whole words; each code must land where the layout's slot address puts it
+// (write_gemv_code of every code into a buffer of other bits, as the relayouts once did).
+TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
+  std::mt19937 rng(testing::test_seed());
+  for (const auto& [experts, rows, cols] : {std::array<std::int64_t, 3>{2, 32, 128},
+                                            std::array<std::int64_t, 3>{1, 48, 192}}) {
+    const std::int64_t codes = rows * cols;
+    Bytes packed = random_bytes(experts * codes / 2, rng, false);
+    Bytes scales = random_bytes(experts * codes / 16, rng, true);
+    Bytes gemv_packed(packed.size(), 0xA5), gemv_scales(scales.size());
+    nvfp4_relayout_for_gemv(
+        TensorView::contiguous(packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
+        TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}),
+        TensorView::contiguous(gemv_packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
+        TensorView::contiguous(gemv_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}));
+    Bytes expected(packed.size(), 0x5A);
+    for (std::int64_t e = 0; e < experts; ++e) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t k = 0; k < cols; ++k) {
+          detail::write_gemv_code(expected.data() + e * codes / 2,
+                                  detail::nvfp4_gemv_dense_slot(r, k, cols),
+                                  code_at(packed, e * codes + r * cols + k));
+        }
+      }
+    }
+    EXPECT_EQ(gemv_packed, expected) << rows << " x " << cols;
+
+    // 2:4: random values, indices that keep positions 0 and 1 of every group (any valid pair).
+    Bytes values = random_bytes(experts * codes / 4, rng, false);
+    Bytes indices(experts * codes / 8, 0x44);  // (0 | 1 << 2) in both nibbles
+    Bytes gemv_values(values.size(), 0xA5), gemv_indices(indices.size()), sparse_scales(scales.size());
+    nvfp4_sparse24_relayout_for_gemv(
+        TensorView::contiguous(values.data(), DType::kUInt8, {experts, rows, cols / 4}),
+        TensorView::contiguous(indices.data(), DType::kUInt8, {experts, rows, cols / 8}),
+        TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}),
+        TensorView::contiguous(gemv_values.data(), DType::kUInt8, {experts, rows, cols / 4}),
+        TensorView::contiguous(gemv_indices.data(), DType::kUInt8, {experts, rows, cols / 8}),
+        TensorView::contiguous(sparse_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}));
+    Bytes expected_values(values.size(), 0x5A);
+    for (std::int64_t e = 0; e < experts; ++e) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t g = 0; g < cols / 4; ++g) {
+          for (int kept = 0; kept < 2; ++kept) {
+            detail::write_gemv_code(expected_values.data() + e * codes / 4,
+                                    detail::nvfp4_gemv_sparse_value_slot(r, g, kept, cols),
+                                    code_at(values, 2 * (e * codes / 4 + r * (cols / 4) + g) + kept));
+          }
+        }
+      }
+    }
+    EXPECT_EQ(gemv_values, expected_values) << rows << " x " << cols;
+  }
 }
 
 TEST(Nvfp4Gemv, CpuMatchesDequantizeThenMatmulWithRouting) {
