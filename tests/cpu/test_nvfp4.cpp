@@ -265,13 +265,25 @@ std::vector<std::uint16_t> random_x(std::int64_t tokens, std::int64_t cols, std:
   return x;
 }
 
-// The relayouts write whole words; each code must land where the layout's slot address puts it
-// (write_gemv_code of every code into a buffer of other bits, as the relayouts once did).
+// What writing each of an expert's `count` codes (source nibble e * count + c) with
+// write_gemv_code at slot(c), into a buffer of other bits, gives.
+template <typename Slot>
+Bytes codes_at_slots(const Bytes& source, std::int64_t experts, std::int64_t count, Slot slot) {
+  Bytes out(source.size(), 0x5A);
+  for (std::int64_t e = 0; e < experts; ++e) {
+    for (std::int64_t c = 0; c < count; ++c) {
+      detail::write_gemv_code(out.data() + e * count / 2, slot(c), code_at(source, e * count + c));
+    }
+  }
+  return out;
+}
+
+// The relayouts write whole words; each code must land where the layout's slot address puts it.
 TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
   std::mt19937 rng(testing::test_seed());
   for (const auto& [experts, rows, cols] : {std::array<std::int64_t, 3>{2, 32, 128},
                                             std::array<std::int64_t, 3>{1, 48, 192}}) {
-    const std::int64_t codes = rows * cols;
+    const std::int64_t codes = rows * cols, groups = cols / 4;
     Bytes packed = random_bytes(experts * codes / 2, rng, false);
     Bytes scales = random_bytes(experts * codes / 16, rng, true);
     Bytes gemv_packed(packed.size(), 0xA5), gemv_scales(scales.size());
@@ -280,42 +292,27 @@ TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
         TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}),
         TensorView::contiguous(gemv_packed.data(), DType::kUInt8, {experts, rows, cols / 2}),
         TensorView::contiguous(gemv_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}));
-    Bytes expected(packed.size(), 0x5A);
-    for (std::int64_t e = 0; e < experts; ++e) {
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t k = 0; k < cols; ++k) {
-          detail::write_gemv_code(expected.data() + e * codes / 2,
-                                  detail::nvfp4_gemv_dense_slot(r, k, cols),
-                                  code_at(packed, e * codes + r * cols + k));
-        }
-      }
-    }
-    EXPECT_EQ(gemv_packed, expected) << rows << " x " << cols;
+    EXPECT_EQ(gemv_packed, codes_at_slots(packed, experts, codes, [&](std::int64_t c) {
+                return detail::nvfp4_gemv_dense_slot(c / cols, c % cols, cols);
+              })) << rows << " x " << cols;
 
-    // 2:4: random values, indices that keep positions 0 and 1 of every group (any valid pair).
+    // 2:4: random kept pairs (a byte a group, the lower position in the low nibble); indices
+    // that keep positions 0 and 1 of every group.
     Bytes values = random_bytes(experts * codes / 4, rng, false);
-    Bytes indices(experts * codes / 8, 0x44);  // (0 | 1 << 2) in both nibbles
-    Bytes gemv_values(values.size(), 0xA5), gemv_indices(indices.size()), sparse_scales(scales.size());
+    Bytes indices(experts * codes / 8, 0x44);
+    Bytes gemv_values(values.size(), 0xA5), gemv_indices(indices.size()), gemv_scales24(scales.size());
     nvfp4_sparse24_relayout_for_gemv(
         TensorView::contiguous(values.data(), DType::kUInt8, {experts, rows, cols / 4}),
         TensorView::contiguous(indices.data(), DType::kUInt8, {experts, rows, cols / 8}),
         TensorView::contiguous(scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}),
         TensorView::contiguous(gemv_values.data(), DType::kUInt8, {experts, rows, cols / 4}),
         TensorView::contiguous(gemv_indices.data(), DType::kUInt8, {experts, rows, cols / 8}),
-        TensorView::contiguous(sparse_scales.data(), DType::kFP8E4M3, {experts, rows, cols / 16}));
-    Bytes expected_values(values.size(), 0x5A);
-    for (std::int64_t e = 0; e < experts; ++e) {
-      for (std::int64_t r = 0; r < rows; ++r) {
-        for (std::int64_t g = 0; g < cols / 4; ++g) {
-          for (int kept = 0; kept < 2; ++kept) {
-            detail::write_gemv_code(expected_values.data() + e * codes / 4,
-                                    detail::nvfp4_gemv_sparse_value_slot(r, g, kept, cols),
-                                    code_at(values, 2 * (e * codes / 4 + r * (cols / 4) + g) + kept));
-          }
-        }
-      }
-    }
-    EXPECT_EQ(gemv_values, expected_values) << rows << " x " << cols;
+        TensorView::contiguous(gemv_scales24.data(), DType::kFP8E4M3, {experts, rows, cols / 16}));
+    EXPECT_EQ(gemv_values, codes_at_slots(values, experts, codes / 2, [&](std::int64_t c) {
+                const std::int64_t group = c / 2;
+                return detail::nvfp4_gemv_sparse_value_slot(group / groups, group % groups, c % 2,
+                                                            cols);
+              })) << rows << " x " << cols;
   }
 }
 
