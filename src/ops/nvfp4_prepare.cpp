@@ -127,6 +127,28 @@ void relayout_sparse_values(const std::uint8_t* from, std::uint8_t* to, std::int
   }
 }
 
+// One expert's 2:4 indices from [N, K / 8] (a nibble a group) into GEMV metadata words
+// (nvfp4_gemv_sparse_index_nibble): the word of lane 4g + 2s + h in a chunk holds at nibble q the
+// index of group 4q + 2s + h of row g of the tile, at nibble 4 + q that of row g + 8.
+void relayout_sparse_indices(const std::uint8_t* from, std::uint8_t* to, std::int64_t rows,
+                             std::int64_t cols) {
+  const std::int64_t chunks = cols / 64, groups_per_row = cols / 4;
+  for (std::int64_t tile = 0; tile < rows / 16; ++tile) {
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+      for (int lane = 0; lane < 32; ++lane) {
+        const std::int64_t first =
+            (tile * 16 + lane / 4) * groups_per_row + chunk * 16 + lane % 4;  // q = 0, row g
+        std::uint32_t word = 0;
+        for (int q = 0; q < 4; ++q) {
+          word |= std::uint32_t{read_nibble(from, first + 4 * q)} << (4 * q) |
+                  std::uint32_t{read_nibble(from, first + 8 * groups_per_row + 4 * q)} << (16 + 4 * q);
+        }
+        detail::store_gemv_word(to + (tile * chunks + chunk) * 128 + lane * 4, word);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Nvfp4PruneReport nvfp4_sparsify_24(const Nvfp4Sparsify24Args& args) {
@@ -231,7 +253,6 @@ void nvfp4_sparse24_relayout_for_gemv(const TensorView& values, const TensorView
   check_like(check, "gemv_indices", gemv_indices, shape, 8, DType::kUInt8, values);
   check_like(check, "gemv_block_scales", gemv_block_scales, shape, 16, DType::kFP8E4M3, values);
   const std::int64_t codes = shape.rows * shape.cols;
-  const std::int64_t groups_per_row = shape.cols / 4;
   for (std::int64_t e = 0; e < shape.experts; ++e) {
     const std::uint8_t* v_from = bytes_of(values) + e * codes / 4;
     const std::uint8_t* i_from = bytes_of(indices) + e * codes / 8;
@@ -240,11 +261,8 @@ void nvfp4_sparse24_relayout_for_gemv(const TensorView& values, const TensorView
     const std::uint8_t* scales_from = bytes_of(block_scales) + e * codes / 16;
     std::uint8_t* scales_to = mutable_bytes_of(gemv_block_scales) + e * codes / 16;
     relayout_sparse_values(v_from, v_to, shape.rows, shape.cols);
+    relayout_sparse_indices(i_from, i_to, shape.rows, shape.cols);
     for (std::int64_t r = 0; r < shape.rows; ++r) {
-      for (std::int64_t g = 0; g < groups_per_row; ++g) {
-        write_nibble(i_to, detail::nvfp4_gemv_sparse_index_nibble(r, g, shape.cols),
-                     read_nibble(i_from, r * groups_per_row + g));
-      }
       relayout_scale_row(scales_from, scales_to, r, shape.cols,
                          detail::nvfp4_gemv_sparse_scale_byte);
     }

@@ -296,10 +296,10 @@ TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
                 return detail::nvfp4_gemv_dense_slot(c / cols, c % cols, cols);
               })) << rows << " x " << cols;
 
-    // 2:4: random kept pairs (a byte a group, the lower position in the low nibble); indices
-    // that keep positions 0 and 1 of every group.
+    // 2:4: random kept pairs (a byte a group, the lower position in the low nibble) and random
+    // index nibbles (the relayout moves them without reading them).
     Bytes values = random_bytes(experts * codes / 4, rng, false);
-    Bytes indices(experts * codes / 8, 0x44);
+    Bytes indices = random_bytes(experts * codes / 8, rng, false);
     Bytes gemv_values(values.size(), 0xA5), gemv_indices(indices.size()), gemv_scales24(scales.size());
     nvfp4_sparse24_relayout_for_gemv(
         TensorView::contiguous(values.data(), DType::kUInt8, {experts, rows, cols / 4}),
@@ -313,6 +313,18 @@ TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
                 return detail::nvfp4_gemv_sparse_value_slot(group / groups, group % groups, c % 2,
                                                             cols);
               })) << rows << " x " << cols;
+    Bytes expected_indices(indices.size(), 0x5A);
+    for (std::int64_t e = 0; e < experts; ++e) {
+      for (std::int64_t v = 0; v < rows * groups; ++v) {
+        const std::int64_t nibble =
+            e * rows * groups + detail::nvfp4_gemv_sparse_index_nibble(v / groups, v % groups, cols);
+        std::uint8_t& byte = expected_indices[nibble / 2];
+        const int shift = 4 * (nibble % 2);
+        byte = static_cast<std::uint8_t>((byte & ~(0xF << shift)) |
+                                         code_at(indices, e * rows * groups + v) << shift);
+      }
+    }
+    EXPECT_EQ(gemv_indices, expected_indices) << rows << " x " << cols;
   }
 }
 
