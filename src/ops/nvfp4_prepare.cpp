@@ -79,45 +79,30 @@ void relayout_scale_row(const std::uint8_t* from, std::uint8_t* to, std::int64_t
   }
 }
 
-// One expert's codes from [N, K / 2] row-major into GEMV words (nvfp4_gemv_dense_slot), a word at
-// a time: word `step` of lane l in a chunk holds K codes 16 * (l % 4) + 4 * step .. + 3 of rows
-// l / 4 and l / 4 + 8 of the tile, two source bytes of each (4-8x faster than a code at a time).
-void relayout_dense_codes(const std::uint8_t* from, std::uint8_t* to, std::int64_t rows,
-                          std::int64_t cols) {
+// One expert's code bytes into GEMV words, a word at a time (dense ~10x faster than a code at a
+// time):
+// - dense (`per_byte` 2 K values a source byte, [N, K / 2]; nvfp4_gemv_dense_slot): word `step`
+//   of lane l in a chunk holds K codes 16 * (l % 4) + 4 * step .. + 3 of rows l / 4 and l / 4 + 8
+//   of the tile;
+// - 2:4 values (`per_byte` 4: a byte a group of 4, its kept pair; nvfp4_gemv_sparse_value_slot):
+//   word `step` of lane 4g + t holds the kept pairs of groups 4t + 2 * step and + 1 of rows g and
+//   g + 8.
+// Either way two consecutive source bytes of each row, deposited in slots 0 / 2 (row l / 4) and
+// 1 / 3 (row l / 4 + 8) and those + 4.
+void relayout_code_words(const std::uint8_t* from, std::uint8_t* to, std::int64_t rows,
+                         std::int64_t cols, int per_byte) {
   const auto& deposit = detail::kGemvByteDeposits.bits;
-  const std::int64_t chunks = cols / 64;
+  const std::int64_t chunks = cols / 64, row_bytes = cols / per_byte;
+  const int chunk_bytes = 64 / per_byte, lane_bytes = 16 / per_byte, steps = 8 / per_byte;
   for (std::int64_t tile = 0; tile < rows / 16; ++tile) {
     for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
       for (int lane = 0; lane < 32; ++lane) {
         const std::int64_t row = tile * 16 + lane / 4;
-        const std::uint8_t* a = from + (row * cols + chunk * 64 + (lane % 4) * 16) / 2;
-        const std::uint8_t* b = a + 8 * cols / 2;  // row + 8
-        std::uint8_t* word = to + (tile * chunks + chunk) * 512 + lane * 16;
-        for (int step = 0; step < 4; ++step) {
-          detail::store_gemv_word(word + 4 * step,
-                                  deposit[0][a[2 * step]] | deposit[2][a[2 * step + 1]] |
-                                      deposit[1][b[2 * step]] | deposit[3][b[2 * step + 1]]);
-        }
-      }
-    }
-  }
-}
-
-// One expert's 2:4 values from [N, K / 4] (a byte a group) into GEMV words
-// (nvfp4_gemv_sparse_value_slot): word `step` of lane 4g + t in a chunk holds the kept pairs of
-// groups 4t + 2 * step and + 1 of rows g and g + 8 of the tile.
-void relayout_sparse_values(const std::uint8_t* from, std::uint8_t* to, std::int64_t rows,
-                            std::int64_t cols) {
-  const auto& deposit = detail::kGemvByteDeposits.bits;
-  const std::int64_t chunks = cols / 64, groups_per_row = cols / 4;
-  for (std::int64_t tile = 0; tile < rows / 16; ++tile) {
-    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-      for (int lane = 0; lane < 32; ++lane) {
-        const std::int64_t row = tile * 16 + lane / 4;
-        const std::uint8_t* a = from + row * groups_per_row + chunk * 16 + 4 * (lane % 4);
-        const std::uint8_t* b = a + 8 * groups_per_row;  // row + 8
-        std::uint8_t* word = to + (tile * chunks + chunk) * 256 + lane * 8;
-        for (int step = 0; step < 2; ++step) {
+        const std::uint8_t* a =
+            from + row * row_bytes + chunk * chunk_bytes + (lane % 4) * lane_bytes;
+        const std::uint8_t* b = a + 8 * row_bytes;  // row + 8
+        std::uint8_t* word = to + ((tile * chunks + chunk) * 32 + lane) * 4 * steps;
+        for (int step = 0; step < steps; ++step) {
           detail::store_gemv_word(word + 4 * step,
                                   deposit[0][a[2 * step]] | deposit[2][a[2 * step + 1]] |
                                       deposit[1][b[2 * step]] | deposit[3][b[2 * step + 1]]);
@@ -140,8 +125,9 @@ void relayout_sparse_indices(const std::uint8_t* from, std::uint8_t* to, std::in
             (tile * 16 + lane / 4) * groups_per_row + chunk * 16 + lane % 4;  // q = 0, row g
         std::uint32_t word = 0;
         for (int q = 0; q < 4; ++q) {
-          word |= std::uint32_t{read_nibble(from, first + 4 * q)} << (4 * q) |
-                  std::uint32_t{read_nibble(from, first + 8 * groups_per_row + 4 * q)} << (16 + 4 * q);
+          const std::int64_t group = first + 4 * q;
+          word |= std::uint32_t{read_nibble(from, group)} << (4 * q) |
+                  std::uint32_t{read_nibble(from, group + 8 * groups_per_row)} << (16 + 4 * q);
         }
         detail::store_gemv_word(to + (tile * chunks + chunk) * 128 + lane * 4, word);
       }
@@ -232,7 +218,7 @@ void nvfp4_relayout_for_gemv(const TensorView& packed, const TensorView& block_s
     std::uint8_t* to = mutable_bytes_of(gemv_packed) + e * codes / 2;
     const std::uint8_t* scales_from = bytes_of(block_scales) + e * codes / 16;
     std::uint8_t* scales_to = mutable_bytes_of(gemv_block_scales) + e * codes / 16;
-    relayout_dense_codes(from, to, shape.rows, shape.cols);
+    relayout_code_words(from, to, shape.rows, shape.cols, 2);
     for (std::int64_t r = 0; r < shape.rows; ++r) {
       relayout_scale_row(scales_from, scales_to, r, shape.cols, detail::nvfp4_gemv_scale_byte);
     }
@@ -260,7 +246,7 @@ void nvfp4_sparse24_relayout_for_gemv(const TensorView& values, const TensorView
     std::uint8_t* i_to = mutable_bytes_of(gemv_indices) + e * codes / 8;
     const std::uint8_t* scales_from = bytes_of(block_scales) + e * codes / 16;
     std::uint8_t* scales_to = mutable_bytes_of(gemv_block_scales) + e * codes / 16;
-    relayout_sparse_values(v_from, v_to, shape.rows, shape.cols);
+    relayout_code_words(v_from, v_to, shape.rows, shape.cols, 4);
     relayout_sparse_indices(i_from, i_to, shape.rows, shape.cols);
     for (std::int64_t r = 0; r < shape.rows; ++r) {
       relayout_scale_row(scales_from, scales_to, r, shape.cols,

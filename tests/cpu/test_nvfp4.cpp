@@ -300,7 +300,8 @@ TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
     // index nibbles (the relayout moves them without reading them).
     Bytes values = random_bytes(experts * codes / 4, rng, false);
     Bytes indices = random_bytes(experts * codes / 8, rng, false);
-    Bytes gemv_values(values.size(), 0xA5), gemv_indices(indices.size()), gemv_scales24(scales.size());
+    Bytes gemv_values(values.size(), 0xA5), gemv_indices(indices.size());
+    Bytes gemv_scales24(scales.size());
     nvfp4_sparse24_relayout_for_gemv(
         TensorView::contiguous(values.data(), DType::kUInt8, {experts, rows, cols / 4}),
         TensorView::contiguous(indices.data(), DType::kUInt8, {experts, rows, cols / 8}),
@@ -316,8 +317,8 @@ TEST(Nvfp4GemvLayout, RelayoutsPutEveryCodeAtItsSlot) {
     Bytes expected_indices(indices.size(), 0x5A);
     for (std::int64_t e = 0; e < experts; ++e) {
       for (std::int64_t v = 0; v < rows * groups; ++v) {
-        const std::int64_t nibble =
-            e * rows * groups + detail::nvfp4_gemv_sparse_index_nibble(v / groups, v % groups, cols);
+        const std::int64_t nibble = e * rows * groups + detail::nvfp4_gemv_sparse_index_nibble(
+                                                            v / groups, v % groups, cols);
         std::uint8_t& byte = expected_indices[nibble / 2];
         const int shift = 4 * (nibble % 2);
         byte = static_cast<std::uint8_t>((byte & ~(0xF << shift)) |
