@@ -33,12 +33,14 @@ __device__ __forceinline__ void stage_x(const Nvfp4GemvParams& p, std::uint8_t* 
   const int runs = static_cast<int>(p.tokens) * runs_per_row;
   for (int r = threadIdx.x; r < runs; r += blockDim.x) {
     const int token = r / runs_per_row, run = r - token * runs_per_row;
-    const int chunk = run / 16, group = run % 16;  // a run is a group of 4 K values
-    const int half = group / 4 % 2, first = group - 4 * half;
-    const int segment = 4 * (first % 8 / 2) + 2 * (first % 2) + first / 8;
+    // A run is a group of 4 K values, g; its segment 4s + m (the order above) has bits g1 g0 g3
+    // and its half is g2, so its byte in the chunk has bits g1 g0 g3 g2 from bit 6 down to bit 3.
+    // Bit arithmetic: with divisions and modulos by 8, 4 and 2 the loop took 63 instructions a
+    // run, 41 so (46 in the earlier order).
+    const unsigned chunk = static_cast<unsigned>(run) / 16, group = static_cast<unsigned>(run) % 16;
+    const unsigned in_chunk = (group & 3u) << 5 | (group & 12u) << 1;
     const std::uint16_t* from = p.x + token * p.x_row_stride + run * 4;
-    const unsigned to =
-        shared_address(staged + token * row_bytes + chunk * 128 + segment * 16 + half * 8);
+    const unsigned to = shared_address(staged + token * row_bytes) + chunk * 128 + in_chunk;
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(to), "l"(from) : "memory");
   }
 }
