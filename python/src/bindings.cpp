@@ -2,6 +2,8 @@
 // enums, and nothing else: every check lives in the C++ op layer, whose lowbit::Error surfaces
 // in Python as ValueError with the same message. The package python/lowbit wraps these raw
 // entry points with allocation, dtype adaptation and stream selection.
+// Every op runs with the GIL released (after its arrays are viewed, before its result is
+// converted), so a loader can quantize, prune and relayout experts on a Python thread pool.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -149,6 +151,7 @@ NB_MODULE(_lowbit, m) {
           args.output = view_of(output, "output", output_dtype);
           args.scales = view_of(scales, "scales", "");
           set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale);
+          nb::gil_scoped_release nogil;
           lowbit::per_token_group_quant(args, stream_of(stream));
         });
 
@@ -159,6 +162,7 @@ NB_MODULE(_lowbit, m) {
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.limit = limit;
+          nb::gil_scoped_release nogil;
           lowbit::silu_and_mul(args, stream_of(stream));
         });
 
@@ -173,6 +177,7 @@ NB_MODULE(_lowbit, m) {
           args.scales = view_of(scales, "scales", "");
           set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale);
           args.limit = limit;
+          nb::gil_scoped_release nogil;
           lowbit::silu_and_mul_quant(args, stream_of(stream));
         });
 
@@ -185,6 +190,7 @@ NB_MODULE(_lowbit, m) {
           args.scales = view_of(scales, "scales", "");
           args.eps = eps;
           args.scale_ub = scale_ub;
+          nb::gil_scoped_release nogil;
           lowbit::per_token_quant(args, stream_of(stream));
         });
 
@@ -197,6 +203,7 @@ NB_MODULE(_lowbit, m) {
           args.scales = view_of(scales, "scales", "");
           args.zero_points = view_of(zero_points, "zero_points", "");
           args.eps = eps;
+          nb::gil_scoped_release nogil;
           lowbit::per_token_asymmetric_int8_quant(args, stream_of(stream));
         });
 
@@ -212,6 +219,7 @@ NB_MODULE(_lowbit, m) {
           args.eps = eps;
           args.scale_ub = scale_ub;
           if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          nb::gil_scoped_release nogil;
           lowbit::per_tensor_quant(args, stream_of(stream));
         });
   // ---- block FP8 (DeepSeek-V3 128 x 128 weight blocks) -----------------------------------------
@@ -222,6 +230,7 @@ NB_MODULE(_lowbit, m) {
           args.output = view_of(output, "output");
           args.scales = view_of(scales, "scales", "");
           args.eps = eps;
+          nb::gil_scoped_release nogil;
           lowbit::block_fp8_quantize_weight(args, stream_of(stream));
         });
   m.def("block_fp8_dequantize_weight",
@@ -230,6 +239,7 @@ NB_MODULE(_lowbit, m) {
           args.weight = view_of(weight, "weight");
           args.scales = view_of(scales, "scales", "");
           args.output = view_of(output, "output");
+          nb::gil_scoped_release nogil;
           lowbit::block_fp8_dequantize_weight(args, stream_of(stream));
         });
   m.def("block_fp8_mm_workspace_bytes",
@@ -250,6 +260,7 @@ NB_MODULE(_lowbit, m) {
           args.b_scales = view_of(b_scales, "b_scales", "");
           args.output = view_of(output, "output");
           if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          nb::gil_scoped_release nogil;
           lowbit::block_fp8_mm(args, stream_of(stream));
         });
 
@@ -275,6 +286,7 @@ NB_MODULE(_lowbit, m) {
           if (azp) args.azp = view_of(*azp, "azp", "");
           args.output = view_of(output, "output");
           if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          nb::gil_scoped_release nogil;
           lowbit::scaled_mm(args, stream_of(stream));
         });
   m.def("scaled_mm_azp_adjustment",
@@ -283,6 +295,7 @@ NB_MODULE(_lowbit, m) {
           args.b = view_of(b, "b", "");
           args.output = view_of(output, "output", "");
           args.zero_point = zero_point;
+          nb::gil_scoped_release nogil;
           lowbit::scaled_mm_azp_adjustment(args, stream_of(stream));
         });
 
@@ -298,6 +311,7 @@ NB_MODULE(_lowbit, m) {
           args.global_scale = view_of(global_scale, "global_scale", "");
           args.global_scale_is_input = global_scale_is_input;
           if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          nb::gil_scoped_release nogil;
           lowbit::nvfp4_quantize_weight(args, stream_of(stream));
         });
   m.def("nvfp4_dequantize_weight",
@@ -308,6 +322,7 @@ NB_MODULE(_lowbit, m) {
           args.block_scales = view_of(block_scales, "block_scales");
           args.global_scale = view_of(global_scale, "global_scale", "");
           args.output = view_of(output, "output");
+          nb::gil_scoped_release nogil;
           lowbit::nvfp4_dequantize_weight(args, stream_of(stream));
         });
   m.def("nvfp4_sparsify_24",
@@ -318,7 +333,10 @@ NB_MODULE(_lowbit, m) {
           args.global_scale = global_scale;
           args.values = view_of(values, "values", "");
           args.indices = view_of(indices, "indices", "");
-          const lowbit::Nvfp4PruneReport r = lowbit::nvfp4_sparsify_24(args);
+          const lowbit::Nvfp4PruneReport r = [&] {
+            nb::gil_scoped_release nogil;
+            return lowbit::nvfp4_sparsify_24(args);
+          }();
           nb::dict report;
           report["groups"] = r.groups;
           report["groups_losing_nonzeros"] = r.groups_losing_nonzeros;
@@ -327,24 +345,32 @@ NB_MODULE(_lowbit, m) {
           return report;
         });
   m.def("nvfp4_sparse24_to_dense", [](Array values, Array indices, Array packed) {
-    lowbit::nvfp4_sparse24_to_dense(view_of(values, "values", ""), view_of(indices, "indices", ""),
-                                    view_of(packed, "packed", ""));
+    const TensorView v = view_of(values, "values", ""), i = view_of(indices, "indices", ""),
+                     d = view_of(packed, "packed", "");
+    nb::gil_scoped_release nogil;
+    lowbit::nvfp4_sparse24_to_dense(v, i, d);
   });
   m.def("nvfp4_relayout_for_gemv",
         [](Array packed, Typed block_scales, Array gemv_packed, Typed gemv_block_scales) {
-          lowbit::nvfp4_relayout_for_gemv(view_of(packed, "packed", ""),
-                                          view_of(block_scales, "block_scales"),
-                                          view_of(gemv_packed, "gemv_packed", ""),
-                                          view_of(gemv_block_scales, "gemv_block_scales"));
+          const TensorView from = view_of(packed, "packed", ""),
+                           from_scales = view_of(block_scales, "block_scales"),
+                           to = view_of(gemv_packed, "gemv_packed", ""),
+                           to_scales = view_of(gemv_block_scales, "gemv_block_scales");
+          nb::gil_scoped_release nogil;
+          lowbit::nvfp4_relayout_for_gemv(from, from_scales, to, to_scales);
         });
   m.def("nvfp4_sparse24_relayout_for_gemv",
         [](Array values, Array indices, Typed block_scales, Array gemv_values, Array gemv_indices,
            Typed gemv_block_scales) {
-          lowbit::nvfp4_sparse24_relayout_for_gemv(
-              view_of(values, "values", ""), view_of(indices, "indices", ""),
-              view_of(block_scales, "block_scales"), view_of(gemv_values, "gemv_values", ""),
-              view_of(gemv_indices, "gemv_indices", ""),
-              view_of(gemv_block_scales, "gemv_block_scales"));
+          const TensorView from_values = view_of(values, "values", ""),
+                           from_indices = view_of(indices, "indices", ""),
+                           from_scales = view_of(block_scales, "block_scales"),
+                           to_values = view_of(gemv_values, "gemv_values", ""),
+                           to_indices = view_of(gemv_indices, "gemv_indices", ""),
+                           to_scales = view_of(gemv_block_scales, "gemv_block_scales");
+          nb::gil_scoped_release nogil;
+          lowbit::nvfp4_sparse24_relayout_for_gemv(from_values, from_indices, from_scales,
+                                                   to_values, to_indices, to_scales);
         });
   m.def("nvfp4_gemv",
         [](Typed x, Array packed, Typed block_scales, Array global_scales, Typed output,
@@ -357,6 +383,7 @@ NB_MODULE(_lowbit, m) {
           args.global_scales = view_of(global_scales, "global_scales", "");
           args.output = view_of(output, "output");
           args.routing = routing_of(routing);
+          nb::gil_scoped_release nogil;
           lowbit::nvfp4_gemv(args, stream_of(stream));
         });
   m.def("nvfp4_sparse24_gemv",
@@ -372,6 +399,7 @@ NB_MODULE(_lowbit, m) {
           args.global_scales = view_of(global_scales, "global_scales", "");
           args.output = view_of(output, "output");
           args.routing = routing_of(routing);
+          nb::gil_scoped_release nogil;
           lowbit::nvfp4_sparse24_gemv(args, stream_of(stream));
         });
 }
