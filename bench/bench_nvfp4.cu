@@ -184,16 +184,21 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         const double dense_all = weight_bytes + io_bytes, sparse_all = sparse_weight_bytes + io_bytes;
         // Dense and 2:4, on a stream and as an engine runs MoE decode (replayed from a graph with
         // programmatic dependent launch; the routing is the previous kernel's output, so only
-        // the launch overlaps it), timed sample by sample in turn: their ratio is the bar.
+        // the launch overlaps it), and replayed from a graph without PDL (an engine whose
+        // neighbouring kernels do not take part), timed sample by sample in turn: their ratio is
+        // the bar.
         const std::vector<double> times_us = interleaved_median_us(
             {{[&](int s) { run_dense(s, false); }},
              {[&](int s) { run_sparse(s, false); }},
              {[&](int s) { run_dense(s, true); }, Replay::kGraph},
-             {[&](int s) { run_sparse(s, true); }, Replay::kGraph}},
+             {[&](int s) { run_sparse(s, true); }, Replay::kGraph},
+             {[&](int s) { run_dense(s, false); }, Replay::kGraph},
+             {[&](int s) { run_sparse(s, false); }, Replay::kGraph}},
             count, samples);
         auto measured = [](double us, double bytes) { return Measured{us, bytes / (us * 1e3)}; };
         const Measured dense = measured(times_us[0], dense_all), sparse = measured(times_us[1], sparse_all);
         const Measured dense_pdl = measured(times_us[2], dense_all), sparse_pdl = measured(times_us[3], sparse_all);
+        const Measured dense_graph = measured(times_us[4], dense_all), sparse_graph = measured(times_us[5], sparse_all);
         // Plain reads of each kernel's bytes, launched as the kernels are: their ratio is what
         // 2:4 over dense would be if both kernels ran as fast as a read of their bytes.
         auto read_of = [&](double bytes, ReadLaunch how) {
@@ -201,6 +206,7 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         };
         const double read_us = read_of(dense_all, ReadLaunch::kStream);
         const double read_pdl_us = read_of(dense_all, ReadLaunch::kGraphDependent);
+        const double read_graph_us = read_of(dense_all, ReadLaunch::kGraph);
         const double sparse_read_us = read_of(sparse_all, ReadLaunch::kStream);
         const double sparse_read_pdl_us = read_of(sparse_all, ReadLaunch::kGraphDependent);
         // cuBLASLt bf16: the active experts' weights in bf16, m tokens each.
@@ -228,6 +234,10 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
                     "(%.2fx dense)\n",
                     "", dense_pdl.us, 100 * dense_pdl.gbps / copy_gbps, read_pdl_us, sparse_pdl.us,
                     dense_pdl.us / sparse_pdl.us);
+        std::printf("%36s graph, no PDL: dense %.2f us (%.1f%% copy; read stream %.2f us), 2:4 %.2f us "
+                    "(%.2fx dense)\n",
+                    "", dense_graph.us, 100 * dense_graph.gbps / copy_gbps, read_graph_us, sparse_graph.us,
+                    dense_graph.us / sparse_graph.us);
         std::printf("%36s read of the 2:4 bytes: %.2f us (%.2fx the dense bytes' read); graph + PDL "
                     "%.2f us (%.2fx)\n",
                     "", sparse_read_us, read_us / sparse_read_us, sparse_read_pdl_us,
@@ -251,7 +261,12 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
                            {"graph_pdl_sparse24_us", sparse_pdl.us},
                            {"graph_pdl_sparse24_speedup_vs_dense", dense_pdl.us / sparse_pdl.us},
                            {"sparse24_same_size_read_us", sparse_read_us},
-                           {"graph_pdl_sparse24_same_size_read_us", sparse_read_pdl_us}});
+                           {"graph_pdl_sparse24_same_size_read_us", sparse_read_pdl_us},
+                           {"graph_dense_us", dense_graph.us},
+                           {"graph_dense_fraction_of_copy", dense_graph.gbps / copy_gbps},
+                           {"graph_same_size_read_us", read_graph_us},
+                           {"graph_sparse24_us", sparse_graph.us},
+                           {"graph_sparse24_speedup_vs_dense", dense_graph.us / sparse_graph.us}});
       }
     }
   }
