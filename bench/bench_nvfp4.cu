@@ -183,10 +183,11 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         const double sparse_weight_bytes = static_cast<double>(active) * (codes / 4 + codes / 8 + codes / 16);
         const double dense_all = weight_bytes + io_bytes, sparse_all = sparse_weight_bytes + io_bytes;
         // Dense and 2:4, on a stream and as an engine runs MoE decode (replayed from a graph with
-        // programmatic dependent launch; the routing is the previous kernel's output, so only
-        // the launch overlaps it), and replayed from a graph without PDL (an engine whose
-        // neighbouring kernels do not take part), timed sample by sample in turn: their ratio is
-        // the bar.
+        // programmatic dependent launch; every routing list is in memory before the launch, as
+        // a MoE layer's down projection's is, so the balanced kernels' early prefetch guesses
+        // right: docs/perf/nvfp4_gemv.md, "The early prefetch when its guesses are wrong"), and
+        // replayed from a graph without PDL (an engine whose neighbouring kernels do not take
+        // part), timed sample by sample in turn: their ratio is the bar.
         const std::vector<double> times_us = interleaved_median_us(
             {{[&](int s) { run_dense(s, false); }},
              {[&](int s) { run_sparse(s, false); }},
