@@ -16,6 +16,10 @@ struct SiluAndMulArgs {
   TensorView input;            // [T, 2H] bf16 | fp16, unit column stride, row stride >= 2H
   TensorView output;           // [T, H] bf16 | fp16, unit column stride, row stride >= H
   std::optional<float> limit;  // finite, > 0
+  // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
+  // previous kernel finishes; they read nothing before it has (docs/pdl.md). Either way the
+  // kernel lets a next kernel launched with PDL (the down projection) start as its blocks do.
+  bool enable_pdl = false;
 };
 void silu_and_mul(const SiluAndMulArgs& args, cudaStream_t stream = nullptr);
 

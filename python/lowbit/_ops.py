@@ -33,14 +33,15 @@ def per_token_group_quant(x, group_size=128, *, dtype="fp8_e4m3fn", scale_layout
     return q, s
 
 
-def silu_and_mul(x, *, limit=None, out=None, stream=None):
+def silu_and_mul(x, *, limit=None, out=None, stream=None, enable_pdl=False):
     """silu(gate) * up for x [T, 2H] = [gate | up] (bf16/fp16); returns [T, H] of x's dtype.
-    `limit` applies the SwiGLU clamp (gate <= limit, |up| <= limit) first."""
+    `limit` applies the SwiGLU clamp (gate <= limit, |up| <= limit) first. `enable_pdl`:
+    programmatic dependent launch (docs/pdl.md)."""
     t, two_h = x.shape
     xi, x_dtype = as_dlpack(x)
     y = out if out is not None else empty(x, (t, two_h // 2), x_dtype or _dtype_of(x))
     yi, y_dtype = as_dlpack(y)
-    _lowbit.silu_and_mul(xi, yi, limit, stream_for(x, stream), x_dtype, y_dtype)
+    _lowbit.silu_and_mul(xi, yi, limit, stream_for(x, stream), x_dtype, y_dtype, enable_pdl)
     return y
 
 

@@ -157,11 +157,12 @@ NB_MODULE(_lowbit, m) {
 
   m.def("silu_and_mul",
         [](Array input, Array output, std::optional<float> limit, std::uintptr_t stream,
-           const std::string& input_dtype, const std::string& output_dtype) {
+           const std::string& input_dtype, const std::string& output_dtype, bool enable_pdl) {
           lowbit::SiluAndMulArgs args;
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.limit = limit;
+          args.enable_pdl = enable_pdl;
           nb::gil_scoped_release nogil;
           lowbit::silu_and_mul(args, stream_of(stream));
         });

@@ -59,7 +59,8 @@ void silu_and_mul(const SiluAndMulArgs& args, cudaStream_t stream) {
   cuda::SiluAndMulParams params{args.input.data,        args.output.data, rows, h,
                                 args.input.strides[0],  args.output.strides[0],
                                 args.input.dtype,       args.output.dtype,
-                                args.limit.has_value(), args.limit.value_or(0.0f)};
+                                args.limit.has_value(), args.limit.value_or(0.0f),
+                                args.enable_pdl};
   cuda::launch_silu_and_mul(check.op(), params, stream);
 #else
   (void)stream;

@@ -1,6 +1,7 @@
 // silu_and_mul and silu_and_mul_quant on device tensors against the CPU reference, bit for bit,
 // on fresh random data with outputs poisoned before each run: model widths, T from 1 to 16384,
-// every dtype/group/layout/option (SwiGLU clamp included), strided rows, > 2^31 input elements.
+// every dtype/group/layout/option (SwiGLU clamp included), strided rows, > 2^31 input elements;
+// silu_and_mul under programmatic dependent launch with its input written late.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "common/device_buffer.cuh"
 #include "common/group_quant_compare.cuh"
+#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/activation.h"
 #include "lowbit/formats.h"
@@ -201,6 +203,58 @@ TEST(SiluAndMulGpu, MatchesReference) {
     }
   }
   run_silu_and_mul_case(33, 4096, DType::kBF16, DType::kFP16, std::nullopt, 0);
+}
+
+TEST(SiluAndMulGpu, ProgrammaticDependentLaunchWaitsForTheInput) {
+  // The input holds another draw until a kernel that lets silu_and_mul start at once (enable_pdl)
+  // writes the real one 50 us after silu_and_mul is enqueued: a read before the wait would
+  // give the other draw's products. Decode rows (a MoE down projection's input) and a
+  // prefill-sized grid of many waves.
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const auto& [tokens, hidden] : {std::pair<std::int64_t, std::int64_t>{8, 2048}, {4096, 7168}}) {
+    SCOPED_TRACE(::testing::Message() << "T=" << tokens << " H=" << hidden);
+    const auto input = testing::random_activations(DType::kBF16, tokens, 2 * hidden, 2 * hidden, salt++);
+    const auto early = testing::random_activations(DType::kBF16, tokens, 2 * hidden, 2 * hidden, salt++);
+    std::vector<std::uint16_t> want(tokens * hidden);
+    SiluAndMulArgs ref;
+    ref.input = TensorView::contiguous(const_cast<std::uint8_t*>(input.data()), DType::kBF16,
+                                       {tokens, 2 * hidden});
+    ref.output = TensorView::contiguous(want.data(), DType::kBF16, {tokens, hidden});
+    silu_and_mul(ref);
+    DeviceBuffer d_input(input.size()), d_late(input.size()), d_output(tokens * hidden * 2);
+    d_input.upload(early);
+    d_late.upload(input);
+    d_output.fill_byte(0x7F);
+    SiluAndMulArgs args;
+    args.input = TensorView::contiguous(d_input.data(), DType::kBF16, {tokens, 2 * hidden},
+                                        Device::kCUDA);
+    args.output = TensorView::contiguous(d_output.data(), DType::kBF16, {tokens, hidden},
+                                         Device::kCUDA);
+    silu_and_mul(args, stream);  // loads the module: a first launch waits for an idle device
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    d_output.fill_byte(0x7F);
+    testing::HeldProducer producer;
+    testing::SlowCopies copies;
+    copies.jobs[0] = {d_input.data(), d_late.data(), static_cast<std::int64_t>(input.size())};
+    copies.count = 1;
+    copies.delay_ns = 50000;
+    ASSERT_EQ(producer.enqueue(copies, stream), cudaSuccess);
+    args.enable_pdl = true;
+    silu_and_mul(args, stream);
+    producer.release();
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const auto got = d_output.download<std::uint16_t>();
+    std::int64_t bad = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (got[i] != want[i] && ++bad <= 5) {
+        ADD_FAILURE() << "out[" << i / hidden << ", " << i % hidden << "] gpu 0x" << std::hex
+                      << got[i] << " want 0x" << want[i];
+      }
+    }
+    EXPECT_EQ(bad, 0);
+  }
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace

@@ -236,6 +236,40 @@ def test_nvfp4_quantize_and_moe_gemv_against_torch():
     assert torch.equal(torch.ops.lowbit.nvfp4_gemv(x, packed, scales, globals_, *routing), y)
 
 
+def test_nvfp4_moe_layer_under_pdl_matches_a_settled_layer():
+    # gate_up GEMV -> silu_and_mul -> down GEMV, each launched with programmatic dependent launch
+    # right behind the one before (silu_and_mul must wait for gate_up's rows, down for silu's):
+    # the same bits as the layer run with the stream synchronized between the three.
+    e, h, i, t = 4, 2048, 512, 3
+    def experts(n, k, seed):
+        w = activations(e * n, k, seed=seed) * 1e-2
+        packed, scales, g = [], [], []
+        for j in range(e):
+            p, s, gj = lowbit.nvfp4_quantize_weight(w[j * n:(j + 1) * n])
+            gp, gs = lowbit.nvfp4_relayout_for_gemv(p.cpu(), s.cpu())
+            packed.append(gp), scales.append(gs), g.append(gj)
+        return torch.stack(packed).to(DEVICE), torch.stack(scales).to(DEVICE), torch.cat(g)
+    gate_up, down = experts(2 * i, h, 41), experts(h, i, 42)
+    x = activations(t, h, seed=43)
+    ids = torch.tensor([1, 3, 0], dtype=torch.int32, device=DEVICE)
+    offsets = torch.tensor([0, 2, 4, 5], dtype=torch.int32, device=DEVICE)
+    token_rows = torch.tensor([0, 2, 1, 2, 0], dtype=torch.int32, device=DEVICE)  # top-2 of 3 tokens, one dropped
+    pair_rows = torch.arange(5, dtype=torch.int32, device=DEVICE)  # down reads its own row of a
+
+    def layer(pdl, settle):
+        hidden = lowbit.nvfp4_gemv(x, *gate_up, routing=(ids, offsets, token_rows), enable_pdl=pdl)
+        settle()
+        a = lowbit.silu_and_mul(hidden, enable_pdl=pdl)
+        settle()
+        return lowbit.nvfp4_gemv(a, *down, routing=(ids, offsets, pair_rows), enable_pdl=pdl)
+
+    settled = layer(False, torch.cuda.synchronize)
+    torch.cuda.synchronize()
+    for _ in range(3):
+        assert torch.equal(layer(True, lambda: None), settled)
+    assert settled.shape == (5, h) and torch.isfinite(settled.float()).all()
+
+
 def test_torch_compile_traces_the_weight_ops():
     def layer(x, w):
         q, s = torch.ops.lowbit.block_fp8_quantize_weight(w, 1e-10)

@@ -18,6 +18,7 @@ struct SiluAndMulParams {
   DType output_dtype;
   bool clamp;
   float limit;
+  bool dependent_launch;  // launched with programmatic dependent launch (enable_pdl)
 };
 
 void launch_silu_and_mul(const char* op, const SiluAndMulParams& params, cudaStream_t stream);

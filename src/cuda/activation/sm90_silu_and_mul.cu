@@ -2,6 +2,9 @@
 // (recipe: docs/activation.md; bit-identical to src/reference/activation.cpp).
 // Memory-bound and elementwise: each thread handles kVectors x 8 consecutive outputs with
 // 16-byte loads of gate and up issued before any math, and 16-byte stores.
+// Programmatic dependent launch (docs/pdl.md): every block lets the next kernel start as it does
+// (so a following GEMV launched with PDL requests its weights while this kernel runs, and waits
+// for it before reading its output), and reads its input only after the previous kernel is done.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -9,6 +12,7 @@
 #include "../../common/silu.h"
 #include "../common/check.cuh"
 #include "../common/dispatch.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
 #include "silu_and_mul_launch.h"
@@ -41,8 +45,10 @@ __device__ __forceinline__ std::uint32_t pack_pair(Fp16Tag, float a, float b) {
 // 57 (32 warps), which measured 3-4% slower on H200 for this memory-bound kernel.
 template <typename InTag, typename OutTag>
 __global__ void __launch_bounds__(kThreads, 5)
-    silu_and_mul_kernel(SiluAndMulParams p, std::int64_t pieces_per_row, std::int64_t total) {
+    silu_and_mul_kernel(SiluAndMulParams p) {
+  allow_dependent_launch();
   constexpr int kInBytes = 2;
+  const std::int64_t pieces_per_row = p.cols / kElements, total = p.rows * pieces_per_row;
   const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x);
   float gate[kVectors][kElements];
   float up[kVectors][kElements];
@@ -53,6 +59,11 @@ __global__ void __launch_bounds__(kThreads, 5)
     const std::int64_t piece = first + static_cast<std::int64_t>(v) * gridDim.x * kThreads;
     row[v] = piece < total ? piece / pieces_per_row : -1;
     col[v] = piece < total ? (piece - row[v] * pieces_per_row) * kElements : 0;
+  }
+  // The input is the previous kernel's output (gate_up's), and the output may be what it reads.
+  wait_for_prerequisite_grids();
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v) {
     if (row[v] >= 0) {
       const char* at = static_cast<const char*>(p.input) +
                        (row[v] * p.input_row_stride + col[v]) * kInBytes;
@@ -82,13 +93,19 @@ void launch_silu_and_mul(const char* op, const SiluAndMulParams& params, cudaStr
   if (total == 0) return;
   const std::int64_t threads_needed = (total + kVectors - 1) / kVectors;
   const std::int64_t blocks = (threads_needed + kThreads - 1) / kThreads;
+  KernelLaunch shape;
+  shape.grid = dim3(static_cast<unsigned>(blocks));
+  shape.threads = kThreads;
+  shape.dependent = params.dependent_launch;
   dispatch_half_input(op, params.input_dtype, [&](auto in_tag) {
     if (params.output_dtype == DType::kBF16) {
-      silu_and_mul_kernel<decltype(in_tag), Bf16Tag>
-          <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(params, pieces_per_row, total);
+      check_cuda(launch_kernel(silu_and_mul_kernel<decltype(in_tag), Bf16Tag>, params, shape,
+                               stream),
+                 op, "kernel launch");
     } else {
-      silu_and_mul_kernel<decltype(in_tag), Fp16Tag>
-          <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(params, pieces_per_row, total);
+      check_cuda(launch_kernel(silu_and_mul_kernel<decltype(in_tag), Fp16Tag>, params, shape,
+                               stream),
+                 op, "kernel launch");
     }
   });
   check_launch(op);
