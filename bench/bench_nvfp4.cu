@@ -6,7 +6,8 @@
 //                               tokens per expert (the in-run baseline the issue names)
 // GB/s counts those bytes once over the median time and is set against the device copy
 // bandwidth measured in the same run. Each launch draws its own routing (rotation sets), so the
-// weight bytes of successive launches differ and the working set exceeds 2.5x L2.
+// weight bytes of successive launches differ and the working set exceeds 2.5x L2. Then whole MoE
+// layers (gate_up, silu_and_mul, down) of each model: bench_nvfp4_layer.cu.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -22,81 +23,14 @@
 #include "bench.h"
 #include "families.h"
 #include "cublaslt_gemm.cuh"
+#include "bench_nvfp4_layer.h"
 #include "harness.cuh"
 #include "lowbit/nvfp4.h"
+#include "nvfp4_bench_data.h"
 
 namespace lowbit::bench {
 
 namespace {
-
-struct Model {
-  const char* name;
-  std::int64_t experts, hidden, intermediate;
-  int top_k;
-};
-constexpr Model kModels[] = {{"deepseek-v3", 256, 7168, 2048, 8},
-                             {"qwen3-30b-a3b", 128, 2048, 768, 8},
-                             {"qwen3-next-80b-a3b", 512, 2048, 512, 10}};
-
-__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
-                                  int kind) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    const std::uint8_t r = static_cast<std::uint8_t>(h);
-    const std::uint8_t valid_pairs[6] = {4, 8, 12, 9, 13, 14};  // 2:4 codes i0 | i1 << 2
-    switch (kind) {
-      case 0: data[i] = r; break;                              // e2m1 codes
-      case 1: data[i] = static_cast<std::uint8_t>(0x28 + (r & 0x1F)); break;  // e4m3 scales
-      default: data[i] = valid_pairs[r % 6] | (valid_pairs[(r >> 4) % 6] << 4); break;
-    }
-  }
-}
-
-void fill_bytes(void* data, std::int64_t count, std::uint64_t seed, int kind) {
-  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, seed, kind);
-  check(cudaGetLastError(), "fill kernel");
-}
-
-struct RoutingSet {
-  std::unique_ptr<DeviceMemory> ids, offsets, tokens;
-  std::int64_t slots = 0, rows = 0, active = 0;
-  std::vector<std::int32_t> active_ids;
-};
-
-RoutingSet make_routing(const Model& m, std::int64_t tokens, std::mt19937_64& rng) {
-  std::vector<std::vector<std::int32_t>> lists(m.experts);
-  std::vector<std::int32_t> all(m.experts);
-  for (std::int32_t e = 0; e < m.experts; ++e) all[e] = e;
-  for (std::int32_t t = 0; t < tokens; ++t) {
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int j = 0; j < m.top_k; ++j) lists[all[j]].push_back(t);
-  }
-  std::vector<std::int32_t> ids, offsets = {0}, token_ids;
-  for (std::int32_t e = 0; e < m.experts; ++e) {
-    if (lists[e].empty()) continue;
-    ids.push_back(e);
-    token_ids.insert(token_ids.end(), lists[e].begin(), lists[e].end());
-    offsets.push_back(static_cast<std::int32_t>(token_ids.size()));
-  }
-  RoutingSet set;
-  auto upload = [](const std::vector<std::int32_t>& v) {
-    auto d = std::make_unique<DeviceMemory>(v.size() * 4);
-    check(cudaMemcpy(d->get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), "routing upload");
-    return d;
-  };
-  set.ids = upload(ids);
-  set.offsets = upload(offsets);
-  set.tokens = upload(token_ids);
-  set.slots = static_cast<std::int64_t>(ids.size());
-  set.rows = static_cast<std::int64_t>(token_ids.size());
-  set.active = set.slots;
-  set.active_ids = ids;
-  return set;
-}
 
 struct Measured {
   double us, gbps;
@@ -127,17 +61,17 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
               "GB/s", "%copy", "dns x");
   nlohmann::json results = nlohmann::json::array();
   const std::vector<std::int64_t> token_counts = {1, 4, 16};
-  for (const Model& m : kModels) {
+  for (const Nvfp4Model& m : kNvfp4Models) {
     for (bool gate_up : {true, false}) {
       const std::int64_t n = gate_up ? 2 * m.intermediate : m.hidden;
       const std::int64_t k = gate_up ? m.hidden : m.intermediate;
       const std::int64_t codes = n * k, e = m.experts;
       DeviceMemory packed(e * codes / 2), values(e * codes / 4), indices(e * codes / 8),
           scales(e * codes / 16), globals(e * 4), x(16 * k * 2), y(16 * m.top_k * n * 2);
-      fill_bytes(packed.get(), e * codes / 2, 1, 0);
-      fill_bytes(values.get(), e * codes / 4, 2, 0);
-      fill_bytes(indices.get(), e * codes / 8, 3, 2);
-      fill_bytes(scales.get(), e * codes / 16, 4, 1);
+      fill_nvfp4_bytes(packed.get(), e * codes / 2, 1, 0);
+      fill_nvfp4_bytes(values.get(), e * codes / 4, 2, 0);
+      fill_nvfp4_bytes(indices.get(), e * codes / 8, 3, 2);
+      fill_nvfp4_bytes(scales.get(), e * codes / 16, 4, 1);
       std::vector<float> g(e, 1.0f / 1024);
       check(cudaMemcpy(globals.get(), g.data(), e * 4, cudaMemcpyHostToDevice), "globals");
       fill_random_activations(x.get(), 16 * k, 2, 7);
@@ -271,9 +205,10 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
       }
     }
   }
+  const nlohmann::json layers = run_nvfp4_layer_rows(options, copy_gbps, samples);
   return {{"benchmark", "nvfp4"}, {"device", device.name}, {"copy_gbps", copy_gbps},
           {"read_stream_1gib_us", gib_read_us}, {"routing_seed", options.seed},
-          {"results", results}};
+          {"results", results}, {"layers", layers}};
 }
 
 }  // namespace lowbit::bench

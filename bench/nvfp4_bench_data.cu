@@ -1,0 +1,68 @@
+// The weight bytes and routings of `lowbit bench nvfp4` (nvfp4_bench_data.h).
+#include "nvfp4_bench_data.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+namespace lowbit::bench {
+
+namespace {
+
+__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
+                                  int kind) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
+    const std::uint8_t r = static_cast<std::uint8_t>(h);
+    const std::uint8_t valid_pairs[6] = {4, 8, 12, 9, 13, 14};  // 2:4 codes i0 | i1 << 2
+    switch (kind) {
+      case 0: data[i] = r; break;                              // e2m1 codes
+      case 1: data[i] = static_cast<std::uint8_t>(0x28 + (r & 0x1F)); break;  // e4m3 scales
+      default: data[i] = valid_pairs[r % 6] | (valid_pairs[(r >> 4) % 6] << 4); break;
+    }
+  }
+}
+
+}  // namespace
+
+void fill_nvfp4_bytes(void* data, std::int64_t count, std::uint64_t seed, int kind) {
+  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, seed, kind);
+  check(cudaGetLastError(), "fill kernel");
+}
+
+RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng) {
+  std::vector<std::vector<std::int32_t>> lists(m.experts);
+  std::vector<std::int32_t> all(m.experts);
+  for (std::int32_t e = 0; e < m.experts; ++e) all[e] = e;
+  for (std::int32_t t = 0; t < tokens; ++t) {
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int j = 0; j < m.top_k; ++j) lists[all[j]].push_back(t);
+  }
+  std::vector<std::int32_t> ids, offsets = {0}, token_ids;
+  for (std::int32_t e = 0; e < m.experts; ++e) {
+    if (lists[e].empty()) continue;
+    ids.push_back(e);
+    token_ids.insert(token_ids.end(), lists[e].begin(), lists[e].end());
+    offsets.push_back(static_cast<std::int32_t>(token_ids.size()));
+  }
+  RoutingSet set;
+  auto upload = [](const std::vector<std::int32_t>& v) {
+    auto d = std::make_unique<DeviceMemory>(v.size() * 4);
+    check(cudaMemcpy(d->get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), "routing upload");
+    return d;
+  };
+  set.ids = upload(ids);
+  set.offsets = upload(offsets);
+  set.tokens = upload(token_ids);
+  set.slots = static_cast<std::int64_t>(ids.size());
+  set.rows = static_cast<std::int64_t>(token_ids.size());
+  set.active = set.slots;
+  set.active_ids = ids;
+  return set;
+}
+
+}  // namespace lowbit::bench

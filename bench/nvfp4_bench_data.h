@@ -1,0 +1,36 @@
+// What `lowbit bench nvfp4`'s projection rows and layer rows share: the MoE models, weight bytes
+// filled on the device, and routings drawn top-k over a model's experts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "harness.cuh"
+
+namespace lowbit::bench {
+
+struct Nvfp4Model {
+  const char* name;
+  std::int64_t experts, hidden, intermediate;
+  int top_k;
+};
+inline constexpr Nvfp4Model kNvfp4Models[] = {{"deepseek-v3", 256, 7168, 2048, 8},
+                                              {"qwen3-30b-a3b", 128, 2048, 768, 8},
+                                              {"qwen3-next-80b-a3b", 512, 2048, 512, 10}};
+
+// Fills `count` device bytes from `seed`: kind 0 e2m1 code pairs, 1 e4m3 block scales of
+// moderate size, 2 valid 2:4 index bytes.
+void fill_nvfp4_bytes(void* data, std::int64_t count, std::uint64_t seed, int kind);
+
+// One routing of `tokens` tokens, each to top_k distinct experts drawn at random, as the GEMVs'
+// lists (device int32): slot s = the s-th active expert, its tokens in order.
+struct RoutingSet {
+  std::unique_ptr<DeviceMemory> ids, offsets, tokens;
+  std::int64_t slots = 0, rows = 0, active = 0;
+  std::vector<std::int32_t> active_ids;
+};
+RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng);
+
+}  // namespace lowbit::bench
