@@ -29,6 +29,14 @@ constexpr std::int64_t staged_x_row_bytes(std::int64_t cols) { return cols * 2 +
 constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols) {
   return tokens > 0 && tokens * staged_x_row_bytes(cols) <= kStagedXBytes;
 }
+// Whether staging pays as well: every block copies every row of x, which pays when the routed
+// rows share them (a token's rows for its experts: gate_up, or a down projection fed the same
+// row per token), not when each routed row has its own (a MoE down projection's input). NVIDIA
+// H200, fifty-first session, Qwen3-Next-80B-A3B down at M = 1 with a row per pair (10 rows):
+// 2:4 7.3 us staged against 5.95 unstaged on a stream, 5.0 against 4.2 under graph + PDL.
+constexpr bool staged_x_shared(std::int64_t tokens, std::int64_t pairs) {
+  return pairs >= 2 * tokens;
+}
 
 // Block shapes of the balanced launches beyond 4-warp blocks (forty-ninth session,
 // docs/perf/nvfp4_gemv.md, "Fewer, wider blocks on as many as the most items need"): 4-warp
