@@ -47,11 +47,13 @@ TEST(Nvfp4GemvHeuristics, DownProjectionsOfAFewTokensRunBalanced) {
   }
   // 2:4 whose token rows do not fit the staging buffer (32 tokens of 4 KB) keeps the old rule.
   expect_config(choose(7168, 2048, 32, 32, 32, true), 1, 4, false, false);
-  // A row of x per routed pair (a MoE layer's down input): not staged where it would fit
-  // (Qwen3-Next at M = 1, 10 rows), and DeepSeek-V3's 8 rows of 4 KB do not fit.
-  expect_config(choose(2048, 512, 10, 10, 10, true), 1, 8, true, false);
-  expect_config(choose(7168, 2048, 8, 8, 8, true), 1, 8, true, false);
-  // Nor the wide gate_up block: long rows of x per pair (8 pairs, 4096 x 7168 experts).
+  // A row of x per routed pair (a MoE layer's down input) is staged where the rows fit the 36 KB
+  // buffer (a block stages the ones its slots read): Qwen3-Next at M = 1 (10 rows of 1 KB),
+  // DeepSeek-V3 at M = 1 (8 rows of 4 KB); not DeepSeek-V3 at M = 2 (16 rows: per item).
+  expect_config(choose(2048, 512, 10, 10, 10, true), 1, 8, true, true);
+  expect_config(choose(7168, 2048, 8, 8, 8, true), 1, 8, true, true);
+  expect_config(choose(7168, 2048, 16, 16, 16, true), 1, 8, false, false);
+  // Long rows of x per pair do not fit: no wide gate_up block (8 pairs, 4096 x 7168 experts).
   expect_config(choose(4096, 7168, 8, 8, 8, true), 1, 8, false, false);
 }
 

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,15 +198,24 @@ struct Weights {  // canonical codes of the active experts, [A, N, K / 2] etc.
 
 std::vector<std::uint16_t> download_bf16(const DeviceBuffer& b) { return b.download<std::uint16_t>(); }
 
-void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slots = true) {
+// row_per_pair: x holds a row per routed pair, as a MoE layer's down projection reads (SiLU * mul
+// of the pair's gate_up row), in a shuffled order, instead of a row per token.
+void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slots = true,
+               bool row_per_pair = false) {
   const std::int64_t rows = gate_up ? 2 * m.intermediate : m.hidden;
   const std::int64_t cols = gate_up ? m.hidden : m.intermediate;
   SCOPED_TRACE(std::string(m.name) + (gate_up ? " gate_up" : " down") + " N=" +
-               std::to_string(rows) + " K=" + std::to_string(cols) + " M=" + std::to_string(tokens));
+               std::to_string(rows) + " K=" + std::to_string(cols) + " M=" + std::to_string(tokens) +
+               (row_per_pair ? " x a row per pair" : ""));
   std::mt19937_64 rng(testing::test_seed() ^ (++salt * 0x9E3779B97F4A7C15ull));
-  const Routing r = route(tokens, m, rng, idle_slots);
+  Routing r = route(tokens, m, rng, idle_slots);
   const std::int64_t active = static_cast<std::int64_t>(r.active.size());
   const std::int64_t codes = rows * cols, out_rows = static_cast<std::int64_t>(r.token_ids.size());
+  if (row_per_pair) {
+    std::iota(r.token_ids.begin(), r.token_ids.end(), 0);
+    std::shuffle(r.token_ids.begin(), r.token_ids.end(), rng);
+    tokens = out_rows;  // rows of x from here on
+  }
 
   // Canonical weights of the active experts, pruned copies, and both GEMV layouts.
   Weights w;
@@ -462,6 +472,16 @@ TEST(Nvfp4GemvGpu, MoeShapesAgainstReferences) {
       for (std::int64_t tokens : {1, 4, 16}) gemv_case(m, gate_up, tokens);
     }
   }
+}
+
+TEST(Nvfp4GemvGpu, ActivationRowsPerPair) {
+  // A MoE layer's down input: a row of x per routed pair, shuffled. The staged 2:4 kernel stages
+  // per block only the rows its slots read (DeepSeek-V3 down at M = 1: 8 rows, 1-2 a block);
+  // forced to 1,8bs every shape that fits runs it.
+  for (const Model& m : kModels) {
+    for (std::int64_t tokens : {1, 4}) gemv_case(m, false, tokens, false, true);
+  }
+  gemv_case(kModels[0], true, 1, false, true);  // Qwen3-30B-A3B gate_up: 8 rows of K = 2048
 }
 
 TEST(Nvfp4GemvGpu, DecodeRoutingWithoutIdleSlots) {

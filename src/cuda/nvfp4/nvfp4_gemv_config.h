@@ -22,20 +22,14 @@ struct Nvfp4GemvConfig {
   bool wide = false;
 };
 
-// Activation rows the balanced 2:4 kernel stages in shared memory per block, at most (4 blocks
-// per SM; DeepSeek-V3 down at M = 1: 4 KB), padded by 16 bytes a row against bank conflicts.
-inline constexpr std::int64_t kStagedXBytes = 32 * 1024;
+// Activation rows the balanced 2:4 kernel stages in shared memory per block, at most (5 blocks
+// per SM on a stream), padded by 16 bytes a row against bank conflicts: 36 KB holds a DeepSeek-V3
+// down projection's 8 rows of a row per pair at M = 1 (of which a block stages the ones its slots
+// read: staged_rows).
+inline constexpr std::int64_t kStagedXBytes = 36 * 1024;
 constexpr std::int64_t staged_x_row_bytes(std::int64_t cols) { return cols * 2 + 16; }
 constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols) {
   return tokens > 0 && tokens * staged_x_row_bytes(cols) <= kStagedXBytes;
-}
-// Whether staging pays as well: every block copies every row of x, which pays when the routed
-// rows share them (a token's rows for its experts: gate_up, or a down projection fed the same
-// row per token), not when each routed row has its own (a MoE down projection's input). NVIDIA
-// H200, fifty-first session, Qwen3-Next-80B-A3B down at M = 1 with a row per pair (10 rows):
-// 2:4 7.3 us staged against 5.95 unstaged on a stream, 5.0 against 4.2 under graph + PDL.
-constexpr bool staged_x_shared(std::int64_t tokens, std::int64_t pairs) {
-  return pairs >= 2 * tokens;
 }
 
 // Block shapes of the balanced launches beyond 4-warp blocks (forty-ninth session,

@@ -46,8 +46,9 @@ __device__ __forceinline__ int tiles_after(const Nvfp4GemvParams& p, const UnitW
 
 // The lane's ldmatrix address of a unit's staged activation rows (sm90_nvfp4_gemv_staged_x.cuh).
 __device__ __forceinline__ unsigned staged_x_of(const Nvfp4GemvParams& p, const RowTokens& row_tokens,
-                                                const SlotRows& rows, const std::uint8_t* staged) {
-  return staged_x_row(p, staged, row_tokens.token(p, rows, threadIdx.x % 8));
+                                                const SlotRows& rows, const std::uint8_t* staged,
+                                                const StagedRows& staged_rows) {
+  return staged_x_row(p, staged, staged_rows, row_tokens.token(p, rows, threadIdx.x % 8));
 }
 
 template <bool kSparse, int kUnroll, bool kStagedX, int kWarps = kGemvWarpsPerBlock>
@@ -80,8 +81,10 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
     for (int u = 0; u < kHalf; ++u) w[u] = load_chunk<kSparse>(cursor, u);
   }
   if (!p.dependent_launch) fill_tables(tables);
+  StagedRows window{};
   if constexpr (kStagedX) {
-    stage_x(p, staged);
+    window = staged_rows(p, items, table_info, row_tokens);
+    stage_x(p, staged, window);
     wait_staged_x();
   }
   if (lane == 0) st.partial_unit = -1, st.owned_unit = -1;
@@ -92,7 +95,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
     const std::uint16_t* x_cursor[1] = {nullptr};
     unsigned x_staged = 0;
     if constexpr (kStagedX) {
-      x_staged = staged_x_of(p, row_tokens, first_rows, staged) + k * kUnroll * 128;
+      x_staged = staged_x_of(p, row_tokens, first_rows, staged, window) + k * kUnroll * 128;
     } else {
       x_cursor[0] = row_tokens.x_row<kSparse>(p, first_rows, lane / 4);
       x_cursor[0] += k * kUnroll * 64;
@@ -146,7 +149,7 @@ __device__ __forceinline__ void balanced_rounds(const Nvfp4GemvParams& p, Tables
         if (walk.slot == st.walk.slot && walk.pass == st.walk.pass) {
           same_rows_next();
         } else if constexpr (kStagedX) {
-          x_staged_next = staged_x_of(p, row_tokens, rows, staged);
+          x_staged_next = staged_x_of(p, row_tokens, rows, staged, window);
         } else {
           x_next[0] = row_tokens.x_row<kSparse>(p, rows, lane / 4);
         }
