@@ -9,29 +9,25 @@ namespace lowbit::bench {
 
 namespace {
 
-__global__ void fill_bytes_kernel(std::uint8_t* data, std::int64_t count, std::uint64_t seed,
-                                  int kind) {
+// Hashed bytes (fill_random_bytes) mapped to block scales of moderate size (kind 1) or to valid
+// 2:4 index bytes (kind 2).
+__global__ void map_bytes_kernel(std::uint8_t* data, std::int64_t count, int kind) {
+  const std::uint8_t valid_pairs[6] = {4, 8, 12, 9, 13, 14};  // 2:4 codes i0 | i1 << 2
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t h = (i + seed) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    const std::uint8_t r = static_cast<std::uint8_t>(h);
-    const std::uint8_t valid_pairs[6] = {4, 8, 12, 9, 13, 14};  // 2:4 codes i0 | i1 << 2
-    switch (kind) {
-      case 0: data[i] = r; break;                              // e2m1 codes
-      case 1: data[i] = static_cast<std::uint8_t>(0x28 + (r & 0x1F)); break;  // e4m3 scales
-      default: data[i] = valid_pairs[r % 6] | (valid_pairs[(r >> 4) % 6] << 4); break;
-    }
+    const std::uint8_t r = data[i];
+    data[i] = kind == 1 ? static_cast<std::uint8_t>(0x28 + (r & 0x1F))
+                        : static_cast<std::uint8_t>(valid_pairs[r % 6] | (valid_pairs[(r >> 4) % 6] << 4));
   }
 }
 
 }  // namespace
 
 void fill_nvfp4_bytes(void* data, std::int64_t count, std::uint64_t seed, int kind) {
-  fill_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, seed, kind);
-  check(cudaGetLastError(), "fill kernel");
+  fill_random_bytes(data, count, seed, 0xFF);  // kind 0: e2m1 code pairs as they come
+  if (kind == 0) return;
+  map_bytes_kernel<<<1024, 256>>>(static_cast<std::uint8_t*>(data), count, kind);
+  check(cudaGetLastError(), "map_bytes_kernel");
 }
 
 RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng) {
