@@ -22,9 +22,8 @@
 // DeepSeek-V3 down at M = 1 (NVIDIA H200, forty-third session), so only 2:4 stages.
 #pragma once
 
-#include <cstdint>
-
 #include <climits>
+#include <cstdint>
 
 #include "../common/bulk_copy.cuh"
 #include "sm90_nvfp4_gemv_balanced_start.cuh"
