@@ -22,6 +22,7 @@
 #include "cublaslt_gemm.cuh"
 #include "harness.cuh"
 #include "lowbit/block_gemm.h"
+#include "lowbit/quant.h"
 
 namespace lowbit::bench {
 
@@ -131,11 +132,29 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       const bool decode = m <= 128;
       std::size_t pdl_at = 0;
       double read_pdl_us = -1;
+      // And behind the kernel that quantizes its activations (per_token_group_quant of bf16
+      // rows): in a graph without PDL, with PDL on the GEMM only, and on both.
+      DeviceMemory x_bf16(decode ? m * k * 2 : 0);
+      auto quant_then_ours = [&](int set, bool quant_pdl, bool gemm_pdl) {
+        PerTokenGroupQuantArgs q;
+        q.input = TensorView::contiguous(x_bf16.get(), DType::kBF16, {m, k}, Device::kCUDA);
+        q.output = TensorView::contiguous(x.get(), DType::kFP8E4M3, {m, k}, Device::kCUDA);
+        q.scales = TensorView::contiguous(x_scales.get(), DType::kFP32, {kb, m_aligned}, Device::kCUDA);
+        q.scale_layout = layout;
+        q.enable_pdl = quant_pdl;
+        per_token_group_quant(q, bench_stream());
+        ours(set, gemm_pdl);
+      };
+      std::size_t chain_at[3] = {0, 0, 0};
       if (decode) {
         if (read_us < 0) read_us = measure_read_us(weight_bytes, device.l2_bytes, samples);
         pdl_at = add([&](int set) { ours(set, true); }, Replay::kGraph);
         read_pdl_us = measure_read_us(weight_bytes, device.l2_bytes, samples,
                                       ReadLaunch::kGraphDependent);
+        fill_random_activations(x_bf16.get(), m * k, 2, 17);
+        chain_at[0] = add([&](int set) { quant_then_ours(set, false, false); }, Replay::kGraph);
+        chain_at[1] = add([&](int set) { quant_then_ours(set, false, true); }, Replay::kGraph);
+        chain_at[2] = add([&](int set) { quant_then_ours(set, true, true); }, Replay::kGraph);
       }
       std::vector<std::size_t> config_at;
       for (const char* name : configs) {
@@ -206,6 +225,8 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
       if (decode) {
         std::printf("%28s graph + PDL: %.2f us (%.1f%% copy); read stream graph + PDL %.2f us\n", "",
                     pdl_us, 100 * weight_bytes / (pdl_us * 1e3) / copy_gbps, read_pdl_us);
+        std::printf("%28s group quant -> GEMM in a graph: %.2f us; PDL on the GEMM %.2f; on both %.2f\n",
+                    "", times_us[chain_at[0]], times_us[chain_at[1]], times_us[chain_at[2]]);
       }
       std::fflush(stdout);
       results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"forced_config_us", per_config},
@@ -219,6 +240,9 @@ nlohmann::json run_block_gemm_bench(const BenchOptions& options) {
                          {"ratio_vs_cublaslt_per_tensor", pt_us > 0 ? pt_us / ours_us : 0.0},
                          {"same_size_read_us", decode ? read_us : -1},
                          {"graph_pdl_us", pdl_us}, {"graph_pdl_same_size_read_us", read_pdl_us},
+                         {"quant_then_gemm_graph_us", decode ? times_us[chain_at[0]] : -1},
+                         {"quant_then_gemm_graph_gemm_pdl_us", decode ? times_us[chain_at[1]] : -1},
+                         {"quant_then_gemm_graph_both_pdl_us", decode ? times_us[chain_at[2]] : -1},
                          {"a_scale_layout", scale_layout_name(layout)}, {"rotation_sets", sets}});
     }
   }

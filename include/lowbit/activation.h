@@ -35,6 +35,7 @@ struct SiluAndMulQuantArgs {
   std::optional<float> scale_ub;
   bool power_of_two_scale = false;
   std::optional<float> limit;
+  bool enable_pdl = false;  // as for silu_and_mul and per_token_group_quant (docs/pdl.md)
 };
 void silu_and_mul_quant(const SiluAndMulQuantArgs& args, cudaStream_t stream = nullptr);
 

@@ -41,6 +41,10 @@ struct PerTokenGroupQuantArgs {
   float eps = 1e-10f;              // floor on amax, > 0, so an all-zero group gives a finite scale
   std::optional<float> scale_ub;   // upper bound on amax (vLLM's scale_ub), finite and > 0
   bool power_of_two_scale = false; // UE8M0: round each scale up to a power of two
+  // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
+  // previous kernel finishes; they read nothing before it has (docs/pdl.md). Either way the
+  // kernel lets a next kernel launched with PDL (the GEMM) start as its blocks do.
+  bool enable_pdl = false;
 };
 
 // Host tensors run the CPU reference; CUDA tensors run the sm_90a kernel on `stream`.
@@ -54,6 +58,7 @@ struct PerTokenQuantArgs {
   TensorView scales;  // [M] fp32, contiguous
   float eps = 1e-10f;
   std::optional<float> scale_ub;
+  bool enable_pdl = false;  // as for per_token_group_quant (docs/pdl.md)
 };
 void per_token_quant(const PerTokenQuantArgs& args, cudaStream_t stream = nullptr);
 
@@ -67,6 +72,7 @@ struct PerTokenAsymmetricInt8QuantArgs {
   TensorView scales;       // [M] fp32
   TensorView zero_points;  // [M] int32
   float eps = 1e-10f;
+  bool enable_pdl = false;  // as for per_token_group_quant (docs/pdl.md)
 };
 void per_token_asymmetric_int8_quant(const PerTokenAsymmetricInt8QuantArgs& args,
                                      cudaStream_t stream = nullptr);
@@ -86,6 +92,9 @@ struct PerTensorQuantArgs {
   float eps = 1e-10f;
   std::optional<float> scale_ub;  // dynamic only
   TensorView workspace;  // dynamic on CUDA: >= per_tensor_quant_workspace_bytes() bytes (uint8)
+  // As for per_token_group_quant (docs/pdl.md). The dynamic passes also start each other early;
+  // the workspace reset of the two-pass path (a memset) is not a kernel and does not.
+  bool enable_pdl = false;
 };
 std::int64_t per_tensor_quant_workspace_bytes();
 void per_tensor_quant(const PerTensorQuantArgs& args, cudaStream_t stream = nullptr);

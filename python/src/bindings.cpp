@@ -95,12 +95,13 @@ lowbit::ScaleLayout layout_from_name(const std::string& name) {
 // The options per_token_group_quant and silu_and_mul_quant share.
 template <typename GroupQuantArgs>
 void set_group_options(GroupQuantArgs& args, int group_size, const std::string& layout, float eps,
-                       std::optional<float> scale_ub, bool power_of_two_scale) {
+                       std::optional<float> scale_ub, bool power_of_two_scale, bool enable_pdl) {
   args.group_size = group_size;
   args.scale_layout = layout_from_name(layout);
   args.eps = eps;
   args.scale_ub = scale_ub;
   args.power_of_two_scale = power_of_two_scale;
+  args.enable_pdl = enable_pdl;
 }
 
 // An argument array with the dtype name the Python side resolved for it ("" = its own).
@@ -145,12 +146,13 @@ NB_MODULE(_lowbit, m) {
   m.def("per_token_group_quant",
         [](Array input, Array output, Array scales, int group_size, const std::string& layout,
            float eps, std::optional<float> scale_ub, bool power_of_two_scale,
-           std::uintptr_t stream, const std::string& input_dtype, const std::string& output_dtype) {
+           std::uintptr_t stream, const std::string& input_dtype, const std::string& output_dtype,
+           bool enable_pdl) {
           lowbit::PerTokenGroupQuantArgs args;
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.scales = view_of(scales, "scales", "");
-          set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale);
+          set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale, enable_pdl);
           nb::gil_scoped_release nogil;
           lowbit::per_token_group_quant(args, stream_of(stream));
         });
@@ -171,12 +173,12 @@ NB_MODULE(_lowbit, m) {
         [](Array input, Array output, Array scales, int group_size, const std::string& layout,
            float eps, std::optional<float> scale_ub, bool power_of_two_scale,
            std::optional<float> limit, std::uintptr_t stream, const std::string& input_dtype,
-           const std::string& output_dtype) {
+           const std::string& output_dtype, bool enable_pdl) {
           lowbit::SiluAndMulQuantArgs args;
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.scales = view_of(scales, "scales", "");
-          set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale);
+          set_group_options(args, group_size, layout, eps, scale_ub, power_of_two_scale, enable_pdl);
           args.limit = limit;
           nb::gil_scoped_release nogil;
           lowbit::silu_and_mul_quant(args, stream_of(stream));
@@ -184,26 +186,29 @@ NB_MODULE(_lowbit, m) {
 
   m.def("per_token_quant",
         [](Array input, Array output, Array scales, float eps, std::optional<float> scale_ub,
-           std::uintptr_t stream, const std::string& input_dtype, const std::string& output_dtype) {
+           std::uintptr_t stream, const std::string& input_dtype, const std::string& output_dtype,
+           bool enable_pdl) {
           lowbit::PerTokenQuantArgs args;
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
           args.scales = view_of(scales, "scales", "");
           args.eps = eps;
           args.scale_ub = scale_ub;
+          args.enable_pdl = enable_pdl;
           nb::gil_scoped_release nogil;
           lowbit::per_token_quant(args, stream_of(stream));
         });
 
   m.def("per_token_asymmetric_int8_quant",
         [](Array input, Array output, Array scales, Array zero_points, float eps,
-           std::uintptr_t stream, const std::string& input_dtype) {
+           std::uintptr_t stream, const std::string& input_dtype, bool enable_pdl) {
           lowbit::PerTokenAsymmetricInt8QuantArgs args;
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", "");
           args.scales = view_of(scales, "scales", "");
           args.zero_points = view_of(zero_points, "zero_points", "");
           args.eps = eps;
+          args.enable_pdl = enable_pdl;
           nb::gil_scoped_release nogil;
           lowbit::per_token_asymmetric_int8_quant(args, stream_of(stream));
         });
@@ -211,7 +216,7 @@ NB_MODULE(_lowbit, m) {
   m.def("per_tensor_quant",
         [](Array input, Array output, Array scale, bool dynamic, float eps,
            std::optional<float> scale_ub, std::optional<Array> workspace, std::uintptr_t stream,
-           const std::string& input_dtype, const std::string& output_dtype) {
+           const std::string& input_dtype, const std::string& output_dtype, bool enable_pdl) {
           lowbit::PerTensorQuantArgs args;
           args.input = view_of(input, "input", input_dtype);
           args.output = view_of(output, "output", output_dtype);
@@ -220,6 +225,7 @@ NB_MODULE(_lowbit, m) {
           args.eps = eps;
           args.scale_ub = scale_ub;
           if (workspace) args.workspace = view_of(*workspace, "workspace", "");
+          args.enable_pdl = enable_pdl;
           nb::gil_scoped_release nogil;
           lowbit::per_tensor_quant(args, stream_of(stream));
         });

@@ -81,7 +81,7 @@ void silu_and_mul_quant(const SiluAndMulQuantArgs& args, cudaStream_t stream) {
   }
   detail::GroupQuantLaunch launch{args.input, args.output, args.scales, rows, h,
                                   args.group_size, args.scale_layout, args.eps, args.scale_ub,
-                                  args.power_of_two_scale};
+                                  args.power_of_two_scale, args.enable_pdl};
   detail::launch_group_quant_kernel(check, launch, args.limit, true, stream);
 }
 

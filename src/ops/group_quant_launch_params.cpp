@@ -37,6 +37,7 @@ void launch_group_quant_kernel(const ArgCheck& check, const GroupQuantLaunch& la
   params.silu_mul = silu_mul;
   params.clamp = limit.has_value();
   params.limit = limit.value_or(0.0f);
+  params.dependent_launch = launch.enable_pdl;
   cuda::launch_group_quant(check.op(), params, stream);
 #else
   (void)launch;

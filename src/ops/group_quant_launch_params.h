@@ -21,6 +21,7 @@ struct GroupQuantLaunch {
   float eps;
   const std::optional<float>& scale_ub;
   bool power_of_two_scale;
+  bool enable_pdl;
 };
 
 // silu_mul: x = silu(input[:, c]) * input[:, cols + c], clamped with `limit` when given.

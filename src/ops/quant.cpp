@@ -26,7 +26,7 @@ void per_token_group_quant(const PerTokenGroupQuantArgs& args, cudaStream_t stre
   }
   detail::GroupQuantLaunch launch{args.input, args.output, args.scales, rows, cols,
                                   args.group_size, args.scale_layout, args.eps, args.scale_ub,
-                                  args.power_of_two_scale};
+                                  args.power_of_two_scale, args.enable_pdl};
   detail::launch_group_quant_kernel(check, launch, std::nullopt, false, stream);
 }
 

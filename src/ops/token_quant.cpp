@@ -58,10 +58,11 @@ float amax_bound(const std::optional<float>& scale_ub) {
   return scale_ub ? *scale_ub : std::numeric_limits<float>::infinity();
 }
 
-cuda::RowQuantParams row_params(const TensorView& input, const TensorView& output, float eps) {
+cuda::RowQuantParams row_params(const TensorView& input, const TensorView& output, float eps,
+                                bool enable_pdl) {
   return {input.data,        output.data,        input.shape[0], input.shape[1],
           input.strides[0],  output.strides[0],  input.dtype,    output.dtype,
-          eps};
+          eps,               enable_pdl};
 }
 #endif
 
@@ -82,7 +83,7 @@ void per_token_quant(const PerTokenQuantArgs& args, cudaStream_t stream) {
   if (args.input.numel() == 0) return;
   if (args.input.device == Device::kCPU) return reference::per_token_quant(args);
 #if LOWBIT_WITH_CUDA
-  cuda::launch_per_token_quant(check.op(), row_params(args.input, args.output, args.eps),
+  cuda::launch_per_token_quant(check.op(), row_params(args.input, args.output, args.eps, args.enable_pdl),
                                static_cast<float*>(args.scales.data), nullptr,
                                amax_bound(args.scale_ub), stream);
 #else
@@ -102,7 +103,7 @@ void per_token_asymmetric_int8_quant(const PerTokenAsymmetricInt8QuantArgs& args
   if (args.input.numel() == 0) return;
   if (args.input.device == Device::kCPU) return reference::per_token_asymmetric_int8_quant(args);
 #if LOWBIT_WITH_CUDA
-  cuda::launch_per_token_quant(check.op(), row_params(args.input, args.output, args.eps),
+  cuda::launch_per_token_quant(check.op(), row_params(args.input, args.output, args.eps, args.enable_pdl),
                                static_cast<float*>(args.scales.data),
                                static_cast<std::int32_t*>(args.zero_points.data),
                                std::numeric_limits<float>::infinity(), stream);
@@ -141,7 +142,7 @@ void per_tensor_quant(const PerTensorQuantArgs& args, cudaStream_t stream) {
   if (args.input.numel() == 0) return;
   if (!on_cuda) return reference::per_tensor_quant(args);
 #if LOWBIT_WITH_CUDA
-  cuda::launch_per_tensor_quant(check.op(), row_params(args.input, args.output, args.eps),
+  cuda::launch_per_tensor_quant(check.op(), row_params(args.input, args.output, args.eps, args.enable_pdl),
                                 static_cast<float*>(args.scale.data), args.dynamic,
                                 amax_bound(args.scale_ub),
                                 static_cast<std::uint32_t*>(args.workspace.data), stream);

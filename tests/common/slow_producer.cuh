@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace lowbit::testing {
 
@@ -81,5 +82,23 @@ class HeldProducer {
   void* flag_ = nullptr;
   void* device_flag_ = nullptr;
 };
+
+// Runs `op`, which must launch on `stream` with enable_pdl, behind a held producer that copies
+// `bytes` from `late` over `input` `delay_ns` after `op` is enqueued, and waits for the stream.
+// An op that read its input before its PDL wait would read what `input` held before.
+inline cudaError_t run_behind_late_input(void* input, const void* late, std::int64_t bytes,
+                                         cudaStream_t stream, const std::function<void()>& op,
+                                         unsigned delay_ns = 50000) {
+  HeldProducer producer;
+  SlowCopies copies;
+  copies.jobs[0] = {input, late, bytes};
+  copies.count = 1;
+  copies.delay_ns = delay_ns;
+  const cudaError_t enqueued = producer.enqueue(copies, stream);
+  if (enqueued != cudaSuccess) return enqueued;
+  op();
+  producer.release();
+  return cudaStreamSynchronize(stream);
+}
 
 }  // namespace lowbit::testing

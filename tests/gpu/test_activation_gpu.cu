@@ -8,6 +8,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/device_buffer.cuh"
@@ -34,10 +36,13 @@ struct Case {
   std::optional<float> scale_ub;
   bool power_of_two = false;
   std::optional<float> limit;
+  // Launched with enable_pdl behind a held producer that writes the input late, over another
+  // draw (testing::run_behind_late_input).
+  bool late_input = false;
 
   std::string describe() const {
     std::ostringstream out;
-    out << "T=" << tokens << " H=" << hidden << " " << dtype_name(input_dtype) << "->"
+    out << (late_input ? "late input, PDL: " : "") << "T=" << tokens << " H=" << hidden << " " << dtype_name(input_dtype) << "->"
         << dtype_name(output_dtype) << " g=" << group << " " << scale_layout_name(layout)
         << " pads " << input_pad << "/" << output_pad
         << " ub=" << (scale_ub ? std::to_string(*scale_ub) : "none") << " pow2=" << power_of_two
@@ -89,9 +94,32 @@ void run_quant_case(const Case& c) {
   args.scale_ub = c.scale_ub;
   args.power_of_two_scale = c.power_of_two;
   args.limit = c.limit;
-  testing::expect_group_quant_matches({c.tokens, c.hidden, out_stride, c.group, c.layout},
-                                      d_output, d_scales, [&] { silu_and_mul_quant(args); },
-                                      ref_out, ref_scales);
+  if (!c.late_input) {
+    testing::expect_group_quant_matches({c.tokens, c.hidden, out_stride, c.group, c.layout},
+                                        d_output, d_scales, [&] { silu_and_mul_quant(args); },
+                                        ref_out, ref_scales);
+    return;
+  }
+  const auto early =
+      testing::random_activations(c.input_dtype, c.tokens, in_stride, 2 * c.hidden, salt++);
+  DeviceBuffer d_late(input.size());
+  d_late.upload(input);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  args.enable_pdl = true;
+  silu_and_mul_quant(args, stream);  // loads the module: a first launch waits for an idle device
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  testing::expect_group_quant_matches(
+      {c.tokens, c.hidden, out_stride, c.group, c.layout}, d_output, d_scales,
+      [&] {
+        d_input.upload(early);
+        ASSERT_EQ(testing::run_behind_late_input(d_input.data(), d_late.data(),
+                                                 static_cast<std::int64_t>(input.size()), stream,
+                                                 [&] { silu_and_mul_quant(args, stream); }),
+                  cudaSuccess);
+      },
+      ref_out, ref_scales);
+  cudaStreamDestroy(stream);
 }
 
 TEST(SiluAndMulQuantGpu, ModelWidthsAndTokenCounts) {
@@ -127,6 +155,21 @@ TEST(SiluAndMulQuantGpu, EveryDtypeGroupLayoutAndOption) {
         }
       }
     }
+  }
+}
+
+TEST(SiluAndMulQuantGpu, ProgrammaticDependentLaunchWaitsForTheInput) {
+  // A DeepSeek-V3 expert's activations at decode (the direct kernel, TMA-aligned scales for
+  // block_fp8_mm) and a prefill block of the dense FFN (the pipelined kernel).
+  for (const auto& [tokens, hidden, layout] :
+       {std::tuple<std::int64_t, std::int64_t, ScaleLayout>{4, 2048, ScaleLayout::kColumnMajorTmaAligned},
+        {4096, 18432, ScaleLayout::kRowMajor}}) {
+    Case c;
+    c.tokens = tokens;
+    c.hidden = hidden;
+    c.layout = layout;
+    c.late_input = true;
+    run_quant_case(c);
   }
 }
 
@@ -234,16 +277,11 @@ TEST(SiluAndMulGpu, ProgrammaticDependentLaunchWaitsForTheInput) {
     silu_and_mul(args, stream);  // loads the module: a first launch waits for an idle device
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     d_output.fill_byte(0x7F);
-    testing::HeldProducer producer;
-    testing::SlowCopies copies;
-    copies.jobs[0] = {d_input.data(), d_late.data(), static_cast<std::int64_t>(input.size())};
-    copies.count = 1;
-    copies.delay_ns = 50000;
-    ASSERT_EQ(producer.enqueue(copies, stream), cudaSuccess);
     args.enable_pdl = true;
-    silu_and_mul(args, stream);
-    producer.release();
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_EQ(testing::run_behind_late_input(d_input.data(), d_late.data(),
+                                             static_cast<std::int64_t>(input.size()), stream,
+                                             [&] { silu_and_mul(args, stream); }),
+              cudaSuccess);
     const auto got = d_output.download<std::uint16_t>();
     std::int64_t bad = 0;
     for (std::size_t i = 0; i < want.size(); ++i) {

@@ -16,6 +16,7 @@
 
 #include "common/device_buffer.cuh"
 #include "common/group_quant_compare.cuh"
+#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/error.h"
@@ -37,10 +38,13 @@ struct Case {
   std::int64_t output_pad = 0;  // extra bytes per output row
   std::optional<float> scale_ub;
   bool power_of_two = false;
+  // Launched with enable_pdl behind a held producer that writes the input late, over another
+  // draw (testing::run_behind_late_input).
+  bool late_input = false;
 
   std::string describe() const {
     std::ostringstream out;
-    out << "M=" << rows << " K=" << cols << " " << dtype_name(input_dtype) << "->"
+    out << (late_input ? "late input, PDL: " : "") << "M=" << rows << " K=" << cols << " " << dtype_name(input_dtype) << "->"
         << dtype_name(output_dtype) << " g=" << group << " " << scale_layout_name(layout)
         << " in_pad=" << input_pad << " out_pad=" << output_pad
         << " ub=" << (scale_ub ? std::to_string(*scale_ub) : "none") << " pow2=" << power_of_two;
@@ -102,10 +106,32 @@ void run_case(const Case& c) {
   args.scale_layout = c.layout;
   args.scale_ub = c.scale_ub;
   args.power_of_two_scale = c.power_of_two;
-
-  testing::expect_group_quant_matches({c.rows, c.cols, out_stride, c.group, c.layout}, d_output,
-                                      d_scales, [&] { per_token_group_quant(args); }, ref_out,
-                                      ref_scales);
+  if (!c.late_input) {
+    testing::expect_group_quant_matches({c.rows, c.cols, out_stride, c.group, c.layout}, d_output,
+                                        d_scales, [&] { per_token_group_quant(args); }, ref_out,
+                                        ref_scales);
+    return;
+  }
+  const std::vector<std::uint8_t> early =
+      testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, case_salt++);
+  DeviceBuffer d_late(input.size());
+  d_late.upload(input);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  args.enable_pdl = true;
+  per_token_group_quant(args, stream);  // loads the module: a first launch waits for an idle device
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  testing::expect_group_quant_matches(
+      {c.rows, c.cols, out_stride, c.group, c.layout}, d_output, d_scales,
+      [&] {
+        d_input.upload(early);
+        ASSERT_EQ(testing::run_behind_late_input(d_input.data(), d_late.data(),
+                                                 static_cast<std::int64_t>(input.size()), stream,
+                                                 [&] { per_token_group_quant(args, stream); }),
+                  cudaSuccess);
+      },
+      ref_out, ref_scales);
+  cudaStreamDestroy(stream);
 }
 
 TEST(PerTokenGroupQuantGpu, ModelWidthsAndTokenCounts) {
@@ -207,6 +233,21 @@ TEST(PerTokenGroupQuantGpu, NanAndInfStayInTheirGroups) {
     EXPECT_TRUE(std::isinf(ref_scales[1]) || pow2);  // the Inf group's scale
     const float eps_scale = 1e-10f / 448.0f;  // the all-NaN group falls to eps
     EXPECT_EQ(ref_scales[6 * 4], pow2 ? round_scale_up_to_power_of_two(eps_scale) : eps_scale);
+  }
+}
+
+TEST(PerTokenGroupQuantGpu, ProgrammaticDependentLaunchWaitsForTheInput) {
+  // Decode rows (the direct kernel) and prefill rows (the pipelined one), with scale layouts a
+  // GEMM reads directly; under LOWBIT_QUANT_KERNEL both run through either kernel.
+  for (const auto& [rows, layout] :
+       {std::pair<std::int64_t, ScaleLayout>{4, ScaleLayout::kColumnMajorTmaAligned},
+        {4096, ScaleLayout::kRowMajor}}) {
+    Case c;
+    c.rows = rows;
+    c.cols = 7168;
+    c.layout = layout;
+    c.late_input = true;
+    run_case(c);
   }
 }
 

@@ -8,9 +8,11 @@
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "common/device_buffer.cuh"
+#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/quant.h"
@@ -29,10 +31,13 @@ struct Case {
   DType output_dtype = DType::kFP8E4M3;
   std::int64_t input_pad = 0, output_pad = 0;
   std::optional<float> scale_ub;
+  // Launched with enable_pdl behind a held producer that writes the input late, over another
+  // draw (testing::run_behind_late_input).
+  bool late_input = false;
 
   std::string describe() const {
     std::ostringstream out;
-    out << "op " << static_cast<int>(op) << " M=" << rows << " K=" << cols << " "
+    out << (late_input ? "late input, PDL: " : "") << "op " << static_cast<int>(op) << " M=" << rows << " K=" << cols << " "
         << dtype_name(input_dtype) << "->" << dtype_name(output_dtype) << " pads " << input_pad
         << "/" << output_pad << " ub=" << scale_ub.value_or(0.0f);
     return out.str();
@@ -43,7 +48,7 @@ std::uint64_t salt = 5000;
 
 // Runs the op with views over `input`, `output`, `scales` (and zero points), host or device.
 void run_op(const Case& c, Device device, void* input, void* output, void* scales, void* zero_points,
-            void* workspace) {
+            void* workspace, cudaStream_t stream = nullptr) {
   const std::int64_t in_stride = c.cols + c.input_pad, out_stride = c.cols + c.output_pad;
   const TensorView in = TensorView::strided(input, c.input_dtype, {c.rows, c.cols}, {in_stride, 1}, device);
   const TensorView out = TensorView::strided(output, c.output_dtype, {c.rows, c.cols}, {out_stride, 1}, device);
@@ -51,13 +56,15 @@ void run_op(const Case& c, Device device, void* input, void* output, void* scale
     case Op::kPerToken: {
       PerTokenQuantArgs a{in, out, TensorView::contiguous(scales, DType::kFP32, {c.rows}, device)};
       a.scale_ub = c.scale_ub;
-      return per_token_quant(a);
+      a.enable_pdl = c.late_input;
+      return per_token_quant(a, stream);
     }
     case Op::kAsymmetric: {
       PerTokenAsymmetricInt8QuantArgs a{in, out,
                                         TensorView::contiguous(scales, DType::kFP32, {c.rows}, device),
                                         TensorView::contiguous(zero_points, DType::kInt32, {c.rows}, device)};
-      return per_token_asymmetric_int8_quant(a);
+      a.enable_pdl = c.late_input;
+      return per_token_asymmetric_int8_quant(a, stream);
     }
     default: {
       PerTensorQuantArgs a;
@@ -67,7 +74,8 @@ void run_op(const Case& c, Device device, void* input, void* output, void* scale
       a.dynamic = c.op == Op::kPerTensorDynamic;
       a.scale_ub = c.scale_ub;
       a.workspace = TensorView::contiguous(workspace, DType::kUInt8, {4}, device);
-      return per_tensor_quant(a);
+      a.enable_pdl = c.late_input;
+      return per_tensor_quant(a, stream);
     }
   }
 }
@@ -96,8 +104,20 @@ void run_case(const Case& c) {
   }
 
   DeviceBuffer d_in(input.size()), d_out(c.rows * out_stride), d_scales(scale_count * 4),
-      d_zp(c.rows * 4), d_ws(4);
+      d_zp(c.rows * 4), d_ws(4), d_late(c.late_input ? input.size() : 0);
   d_in.upload(input);
+  cudaStream_t stream = nullptr;
+  std::vector<std::uint8_t> early;
+  if (c.late_input) {
+    early = testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, salt++);
+    d_late.upload(input);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    if (c.op == Op::kPerTensorStatic) d_scales.upload(std::vector<float>{0.37f});
+    // Loads the module: a first launch waits for an idle device.
+    run_op(c, Device::kCUDA, d_in.data(), d_out.data(), d_scales.data(), d_zp.data(), d_ws.data(),
+           stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  }
   for (std::uint8_t poison : {std::uint8_t{0x7F}, std::uint8_t{0xA5}}) {
     d_out.fill_byte(poison);
     if (c.op == Op::kPerTensorStatic) {
@@ -107,7 +127,19 @@ void run_case(const Case& c) {
     }
     d_zp.fill_byte(poison);
     d_ws.fill_byte(poison);  // the dynamic path must zero its workspace itself
-    run_op(c, Device::kCUDA, d_in.data(), d_out.data(), d_scales.data(), d_zp.data(), d_ws.data());
+    if (c.late_input) {
+      d_in.upload(early);
+      ASSERT_EQ(testing::run_behind_late_input(d_in.data(), d_late.data(),
+                                               static_cast<std::int64_t>(input.size()), stream,
+                                               [&] {
+                                                 run_op(c, Device::kCUDA, d_in.data(), d_out.data(),
+                                                        d_scales.data(), d_zp.data(), d_ws.data(),
+                                                        stream);
+                                               }),
+                cudaSuccess);
+    } else {
+      run_op(c, Device::kCUDA, d_in.data(), d_out.data(), d_scales.data(), d_zp.data(), d_ws.data());
+    }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto out = d_out.download<std::uint8_t>();
     std::int64_t bad = 0;
@@ -128,6 +160,7 @@ void run_case(const Case& c) {
     }
     if (c.op == Op::kAsymmetric) EXPECT_EQ(d_zp.download<std::int32_t>(), ref_zp);
   }
+  if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
 TEST(TokenTensorQuantGpu, ModelWidthsAndTokenCounts) {
@@ -292,6 +325,23 @@ TEST(TokenTensorQuantGpu, DynamicPerTensorAcrossTheOneLaunchCapacity) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(d_out.download<std::uint8_t>(), ref_out);
     EXPECT_EQ(float_bits(d_scale.download<float>()[0]), float_bits(ref_scale[0]));
+  }
+}
+
+TEST(TokenTensorQuantGpu, ProgrammaticDependentLaunchWaitsForTheInput) {
+  // Every kernel: per-token resident (decode and prefill rows) and two-pass (a row longer than
+  // 32K), per-tensor static, dynamic in one cluster launch (up to 1 MB) and in two passes.
+  for (Op op : {Op::kPerToken, Op::kAsymmetric, Op::kPerTensorStatic, Op::kPerTensorDynamic}) {
+    for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{4, 7168}, {4096, 7168},
+                                     {3, 40960}}) {
+      Case c;
+      c.op = op;
+      c.rows = rows;
+      c.cols = cols;
+      if (op == Op::kAsymmetric) c.output_dtype = DType::kInt8;
+      c.late_input = true;
+      run_case(c);
+    }
   }
 }
 

@@ -270,6 +270,46 @@ def test_nvfp4_moe_layer_under_pdl_matches_a_settled_layer():
     assert settled.shape == (5, h) and torch.isfinite(settled.float()).all()
 
 
+def test_fp8_ffn_with_every_kernel_under_pdl_matches_a_settled_ffn():
+    # A DeepSeek-V3-style FP8 FFN at decode, every kernel launched with programmatic dependent
+    # launch right behind the one before: group quant -> block_fp8_mm (gate_up) ->
+    # silu_and_mul_quant -> block_fp8_mm (down), and per-token / per-tensor quant -> scaled_mm.
+    # Each quantizer must wait for the kernel that wrote its input: the same bits as the chain run
+    # with the stream synchronized between its kernels.
+    h, i = 7168, 2048
+    w_up, s_up = lowbit.block_fp8_quantize_weight(activations(2 * i, h, seed=71) * 1e-2)
+    w_down, s_down = lowbit.block_fp8_quantize_weight(activations(h, i, seed=72) * 1e-2)
+    qb = torch.clamp(activations(h, h, seed=73).float() * 50, -448, 448).to(torch.float8_e4m3fn)
+    sb = torch.tensor([0.003], device=DEVICE)
+    layout = "column_major_tma_aligned"
+
+    def ffn(x, pdl, settle):
+        qa, sa = lowbit.per_token_group_quant(x, 128, scale_layout=layout, enable_pdl=pdl)
+        settle()
+        hidden = lowbit.block_fp8_mm(qa, sa, w_up, s_up, enable_pdl=pdl, a_scale_layout=layout)
+        settle()
+        qh, sh = lowbit.silu_and_mul_quant(hidden, 128, scale_layout=layout, enable_pdl=pdl)
+        settle()
+        y = lowbit.block_fp8_mm(qh, sh, w_down, s_down, enable_pdl=pdl, a_scale_layout=layout)
+        settle()
+        qt, st = lowbit.per_token_quant(y, enable_pdl=pdl)
+        settle()
+        z = lowbit.scaled_mm(qt, qb, st, sb, enable_pdl=pdl)
+        settle()
+        qz, sz = lowbit.per_tensor_quant(z, enable_pdl=pdl)
+        return y, z, qz, sz
+
+    for m in (1, 4, 16):
+        x = activations(m, h, seed=74 + m)
+        settled = ffn(x, True, torch.cuda.synchronize)
+        torch.cuda.synchronize()
+        for _ in range(3):
+            got = ffn(x, True, lambda: None)
+            for a, b in zip(got, settled):
+                assert torch.equal(a, b)
+        assert torch.isfinite(settled[1].float()).all()
+
+
 def test_torch_compile_traces_the_weight_ops():
     def layer(x, w):
         q, s = torch.ops.lowbit.block_fp8_quantize_weight(w, 1e-10)

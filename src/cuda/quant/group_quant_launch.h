@@ -28,6 +28,7 @@ struct GroupQuantParams {
   bool silu_mul;     // x = silu(input[:, c]) * input[:, cols + c]
   bool clamp;        // SwiGLU clamp with `limit` (silu_mul only)
   float limit;
+  bool dependent_launch;  // launched with programmatic dependent launch (enable_pdl)
 };
 
 void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStream_t stream);

@@ -13,6 +13,10 @@
 //   scoreboard stalls, 50% occupancy from registers, ~70% of copy bandwidth); the copy engine
 //   keeps kStages tiles in flight per block without registers.
 //
+// Programmatic dependent launch (docs/pdl.md): every block lets the next kernel start as it does
+// (so a GEMM launched with PDL behind the quantizer asks for its weights while it runs, and waits
+// for it before reading its output), and reads its input only after the previous kernel is done.
+//
 // In both, a lane holds kVectors pieces of one group; piece j of a lane is piece
 // j * kLanes + lane of the group, so every store instruction writes whole 32-byte sectors.
 // The group amax is reduced over its lanes with shuffles.
@@ -139,6 +143,7 @@ inline constexpr int kDirectMaxThreads = kVectors == 4 ? kWideLaneThreads : kThr
 template <typename InTag, typename OutTag, int kGroup, int kVectors, bool kSiluMul>
 __global__ void __launch_bounds__(kDirectMaxThreads<kVectors>, kVectors == 1 ? 1 : 4)
     group_quant_direct(KernelParams p) {
+  allow_dependent_launch();
   constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);
   const int lane = threadIdx.x % kLanes;
   const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
@@ -146,6 +151,8 @@ __global__ void __launch_bounds__(kDirectMaxThreads<kVectors>, kVectors == 1 ? 1
   const std::uint32_t row = active ? p.groups_per_row.divide(group_id) : 0;
   const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row.divisor : 0;
 
+  // The input is the previous kernel's output, and the outputs may be what it still reads.
+  wait_for_prerequisite_grids();
   // Every load is issued before any arithmetic, so a lane has all its bytes in flight at once.
   constexpr int kOperands = kSiluMul ? 2 : 1;  // gate and up
   constexpr int kWords = kWordsPer8<InTag>;
@@ -247,9 +254,15 @@ __global__ void __launch_bounds__(kThreads) group_quant_pipelined(KernelParams p
     }
   };
 
+  allow_dependent_launch();
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStageCount; ++stage) mbarrier_init(&tile_ready[stage], 1);
     fence_barrier_init();
+  }
+  // As in the direct kernel: the input is the previous kernel's output. Every thread waits, as
+  // every thread stores.
+  wait_for_prerequisite_grids();
+  if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStageCount; ++stage) {
       const std::uint32_t tile = blockIdx.x + stage * gridDim.x;
       if (tile < num_tiles) issue(tile, stage);
@@ -289,8 +302,8 @@ __global__ void __launch_bounds__(kThreads) group_quant_pipelined(KernelParams p
 }
 
 template <typename InTag, typename OutTag, int kGroup, bool kSiluMul>
-void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cudaStream_t stream,
-                      const char* op) {
+void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, bool dependent,
+                      cudaStream_t stream, const char* op) {
   using Shape = PipelineShape<kGroup>;
   constexpr int kSharedBytes = pipeline_shared_bytes<InTag, kGroup, kSiluMul>();
   auto kernel = group_quant_pipelined<InTag, OutTag, kGroup, kSiluMul>;
@@ -304,7 +317,12 @@ void launch_pipelined(const KernelParams& p, int sm_count, int blocks_per_sm, cu
       static_cast<std::int64_t>((p.rows + kTileRows - 1) / kTileRows) *
       ((p.cols + Shape::kTileCols - 1) / Shape::kTileCols);
   const std::int64_t blocks = std::min<std::int64_t>(tiles, std::int64_t{sm_count} * blocks_on_sm);
-  kernel<<<static_cast<unsigned>(blocks), kThreads, kSharedBytes, stream>>>(p);
+  KernelLaunch shape;
+  shape.grid = dim3(static_cast<unsigned>(blocks));
+  shape.threads = kThreads;
+  shape.shared_bytes = kSharedBytes;
+  shape.dependent = dependent;
+  check_cuda(launch_kernel(kernel, p, shape, stream), op, "kernel launch");
 }
 
 }  // namespace
@@ -347,7 +365,8 @@ void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStre
     constexpr int kGroup = decltype(group)::value;
     constexpr bool kSiluMul = decltype(silu_mul)::value;
     if (config.kernel == GroupQuantKernel::kPipelined) {
-      launch_pipelined<In, Out, kGroup, kSiluMul>(p, sm_count, config.blocks_per_sm, stream, op);
+      launch_pipelined<In, Out, kGroup, kSiluMul>(p, sm_count, config.blocks_per_sm,
+                                                  params.dependent_launch, stream, op);
       return;
     }
     auto launch_direct = [&](auto vectors) {
@@ -355,8 +374,13 @@ void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStre
       const int lanes = kGroup / (kElementsPerVector * kVectors);
       const int groups_per_block = config.threads_per_block / lanes;
       const std::int64_t blocks = (total_groups + groups_per_block - 1) / groups_per_block;
-      group_quant_direct<In, Out, kGroup, kVectors, kSiluMul>
-          <<<static_cast<unsigned>(blocks), config.threads_per_block, 0, stream>>>(p);
+      KernelLaunch shape;
+      shape.grid = dim3(static_cast<unsigned>(blocks));
+      shape.threads = static_cast<unsigned>(config.threads_per_block);
+      shape.dependent = params.dependent_launch;
+      check_cuda(launch_kernel(group_quant_direct<In, Out, kGroup, kVectors, kSiluMul>, p, shape,
+                               stream),
+                 op, "kernel launch");
     };
     // Wide lanes only where they pay: the SiLU source (quant_heuristics.cpp).
     if constexpr (kSiluMul) {

@@ -10,6 +10,9 @@
 //   workspace zeroed by cudaMemsetAsync) and the elementwise kernel deriving the scale from the
 //   workspace, so nothing synchronizes the host. Its quantize pass walks the tensor backwards:
 //   the amax pass ended on its tail, which the L2 still holds.
+// Programmatic dependent launch (docs/pdl.md): every kernel lets the next one start as its blocks
+// do, and reads nothing (input, scale, amax) before the previous kernel is done; with enable_pdl
+// the amax and quantize passes also start each other early.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -21,6 +24,7 @@
 #include "../common/device_properties.cuh"
 #include "../common/dispatch.cuh"
 #include "../common/exact_division.cuh"
+#include "../common/kernel_launch_args.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
 #include "quant_heuristics.h"
@@ -89,6 +93,8 @@ template <typename InTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_amax_kernel(RowQuantParams p, std::uint32_t* amax_bits) {
   __shared__ float scratch[kWarps];
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();  // the input, and the workspace reset before this kernel
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
   float amax = 0.0f;
@@ -119,6 +125,8 @@ template <typename InTag, typename OutTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_quant_kernel(RowQuantParams p, float* scale_slot, const std::uint32_t* amax_bits,
                         float amax_bound, float qmax) {
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();  // the input, and the amax pass's maximum
   float scale;
   if (amax_bits != nullptr) {  // dynamic: every block derives the same scale
     const float amax = __uint_as_float(*amax_bits);
@@ -173,6 +181,8 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   constexpr int kWords = kWordsPer8<InTag>;
   __shared__ float scratch[kClusterThreads / 32];
   __shared__ float block_amax;
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();  // the input is the previous kernel's output
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t first = blockIdx.x * kClusterThreads + threadIdx.x;
 
@@ -250,7 +260,10 @@ bool launch_one_cluster(const char* op, const RowQuantParams& p, float* scale, f
   cluster.val.clusterDim.x = kClusterBlocks;
   cluster.val.clusterDim.y = 1;
   cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
+  cudaLaunchAttribute attributes[2] = {cluster, {}};
+  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attributes;
   config.numAttrs = 1;
   static const bool launchable = [&] {
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
@@ -266,6 +279,7 @@ bool launch_one_cluster(const char* op, const RowQuantParams& p, float* scale, f
     return clusters >= 1;
   }();
   if (!launchable) return false;
+  config.numAttrs = p.dependent_launch ? 2 : 1;
   check_cuda(cudaLaunchKernelEx(&config, kernel, p, scale, amax_bound,
                                 quantized_max(p.output_dtype)),
              op, "cudaLaunchKernelEx");
@@ -298,13 +312,24 @@ void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* sca
       const std::int64_t wanted = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
       const std::int64_t blocks =
           std::min<std::int64_t>(wanted, std::int64_t{current_device_sm_count(op)} * 8);
-      tensor_amax_kernel<In, kContiguous><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-          p, amax_workspace);
+      KernelLaunch amax_shape;
+      amax_shape.grid = dim3(static_cast<unsigned>(blocks));
+      amax_shape.threads = kThreads;
+      amax_shape.dependent = p.dependent_launch;
+      check_cuda(launch_kernel_with(tensor_amax_kernel<In, kContiguous>, amax_shape, stream, p,
+                                    amax_workspace),
+                 op, "kernel launch");
     }
+    KernelLaunch quant_shape;
+    quant_shape.grid = dim3(static_cast<unsigned>(quant_blocks));
+    quant_shape.threads = kThreads;
+    quant_shape.dependent = p.dependent_launch;
     dispatch_quantized_output(op, p.output_dtype, [&](auto out_tag) {
-      tensor_quant_kernel<In, decltype(out_tag), kContiguous>
-          <<<static_cast<unsigned>(quant_blocks), kThreads, 0, stream>>>(
-              p, scale, dynamic ? amax_workspace : nullptr, amax_bound, quantized_max(p.output_dtype));
+      check_cuda(launch_kernel_with(tensor_quant_kernel<In, decltype(out_tag), kContiguous>,
+                                    quant_shape, stream, p, scale,
+                                    dynamic ? amax_workspace : nullptr, amax_bound,
+                                    quantized_max(p.output_dtype)),
+                 op, "kernel launch");
     });
   };
   dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {

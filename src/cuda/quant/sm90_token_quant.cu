@@ -8,6 +8,9 @@
 // - two-pass (longer rows): pass 1 reads the row with 16-byte loads (4 in flight per thread)
 //   and reduces; pass 2 reads the row again, which an L2 of 50-60 MB still holds, and writes.
 // Per-tensor quantization is in sm90_tensor_quant.cu.
+// Programmatic dependent launch (docs/pdl.md): every block lets the next kernel start as it does
+// (a GEMM launched with PDL behind the quantizer asks for its weights while it runs), and reads
+// its row only after the previous kernel is done.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include "../common/device_properties.cuh"
 #include "../common/dispatch.cuh"
 #include "../common/exact_division.cuh"
+#include "../common/kernel_launch_args.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
 #include "token_quant_launch.h"
@@ -216,6 +220,8 @@ __global__ void __launch_bounds__(kThreads)
     per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                            float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kWarps];  // block_reduce_range: a float2 per warp
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();  // the row is the previous kernel's output
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -239,6 +245,8 @@ __global__ void __launch_bounds__(kResidentMaxThreads, 2)
     per_token_quant_resident_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                                     float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kResidentMaxThreads / 32];  // a float2 per warp
+  allow_dependent_launch();
+  wait_for_prerequisite_grids();  // the row is the previous kernel's output
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -291,7 +299,7 @@ inline constexpr int kResidentMaxVectorsPerThread = std::is_same_v<InTag, Fp32Ta
 // threads; returns false when the row is too long for it.
 template <typename InTag, typename OutTag, bool kAsymmetric>
 bool launch_resident(const RowQuantParams& p, float* scales, std::int32_t* zero_points,
-                     float amax_bound, float qmax, cudaStream_t stream) {
+                     float amax_bound, float qmax, cudaStream_t stream, const char* op) {
   const std::int64_t vectors = p.cols / 8;
   bool launched = false;
   auto try_width = [&](auto width) {
@@ -299,10 +307,13 @@ bool launch_resident(const RowQuantParams& p, float* scales, std::int32_t* zero_
     if constexpr (kVectors <= kResidentMaxVectorsPerThread<InTag>) {
       const std::int64_t threads = (vectors + kVectors - 1) / kVectors;
       if (launched || threads > kResidentMaxThreads) return;
-      const unsigned block = static_cast<unsigned>((threads + 31) / 32 * 32);
-      per_token_quant_resident_kernel<InTag, OutTag, kAsymmetric, kVectors>
-          <<<static_cast<unsigned>(p.rows), block, 0, stream>>>(p, scales, zero_points,
-                                                                 amax_bound, qmax);
+      KernelLaunch shape;
+      shape.grid = dim3(static_cast<unsigned>(p.rows));
+      shape.threads = static_cast<unsigned>((threads + 31) / 32 * 32);
+      shape.dependent = p.dependent_launch;
+      check_cuda(launch_kernel_with(per_token_quant_resident_kernel<InTag, OutTag, kAsymmetric, kVectors>,
+                                    shape, stream, p, scales, zero_points, amax_bound, qmax),
+                 op, "kernel launch");
       launched = true;
     }
   };
@@ -322,12 +333,17 @@ void launch_per_token_quant(const char* op, const RowQuantParams& p, float* scal
     using In = decltype(in_tag);
     using Out = decltype(out_tag);
     constexpr bool kAsymmetric = decltype(asymmetric)::value;
-    if (launch_resident<In, Out, kAsymmetric>(p, scales, zero_points, amax_bound, qmax, stream)) {
+    if (launch_resident<In, Out, kAsymmetric>(p, scales, zero_points, amax_bound, qmax, stream,
+                                              op)) {
       return;
     }
-    per_token_quant_kernel<In, Out, kAsymmetric>
-        <<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p, scales, zero_points,
-                                                                  amax_bound, qmax);
+    KernelLaunch shape;
+    shape.grid = dim3(static_cast<unsigned>(p.rows));
+    shape.threads = kThreads;
+    shape.dependent = p.dependent_launch;
+    check_cuda(launch_kernel_with(per_token_quant_kernel<In, Out, kAsymmetric>, shape, stream, p,
+                                  scales, zero_points, amax_bound, qmax),
+               op, "kernel launch");
   };
   dispatch_float_input(op, p.input_dtype, [&](auto in_tag) {
     if (zero_points != nullptr) {

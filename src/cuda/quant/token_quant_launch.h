@@ -19,6 +19,7 @@ struct RowQuantParams {
   DType input_dtype;
   DType output_dtype;
   float eps;
+  bool dependent_launch;  // launched with programmatic dependent launch (enable_pdl)
 };
 
 // The largest code magnitude of a quantized output: 448 for fp8 e4m3, 127 for int8.
