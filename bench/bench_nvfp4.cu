@@ -90,12 +90,15 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         const int count = rotation_sets(static_cast<std::int64_t>(weight_bytes), device.l2_bytes);
         while (static_cast<int>(sets.size()) < count) sets.push_back(make_routing(m, tokens, rng));
         const double io_bytes = tokens * k * 2.0 + sets[0].rows * n * 2.0;
-        auto gemv_args = [&](int s) {
+        // Set s's lists where they stay (behind_router false) or in the live buffers a router
+        // stand-in rewrites before each launch (true).
+        const LiveRouting live(sets);
+        auto gemv_args = [&](int s, bool behind_router = false) {
           const RoutingSet& r = sets[s];
           Nvfp4MoeRouting routing{
-              TensorView::contiguous(r.ids->get(), DType::kInt32, {r.slots}, Device::kCUDA),
-              TensorView::contiguous(r.offsets->get(), DType::kInt32, {r.slots + 1}, Device::kCUDA),
-              TensorView::contiguous(r.tokens->get(), DType::kInt32, {r.rows}, Device::kCUDA)};
+              TensorView::contiguous((behind_router ? live.ids : r.ids)->get(), DType::kInt32, {r.slots}, Device::kCUDA),
+              TensorView::contiguous((behind_router ? live.offsets : r.offsets)->get(), DType::kInt32, {r.slots + 1}, Device::kCUDA),
+              TensorView::contiguous((behind_router ? live.tokens : r.tokens)->get(), DType::kInt32, {r.rows}, Device::kCUDA)};
           return routing;
         };
         const TensorView xv = TensorView::contiguous(x.get(), DType::kBF16, {tokens, k}, Device::kCUDA);
@@ -114,6 +117,23 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
           args.enable_pdl = pdl;
           nvfp4_sparse24_gemv(args, bench_stream());
         };
+        // Behind a router that writes each launch's lists (gate_up in an engine): both under PDL,
+        // with the early prefetch (its guesses read the previous launch's routing) and without.
+        auto behind_router = [&](int s, bool sparse, bool prefetch) {
+          launch_router_copy(sets[s], live, bench_stream());
+          if (sparse) {
+            Nvfp4Sparse24GemvArgs args{xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
+                                       view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s, true)};
+            args.enable_pdl = true;
+            args.prefetch_before_wait = prefetch;
+            nvfp4_sparse24_gemv(args, bench_stream());
+          } else {
+            Nvfp4GemvArgs args{xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s, true)};
+            args.enable_pdl = true;
+            args.prefetch_before_wait = prefetch;
+            nvfp4_gemv(args, bench_stream());
+          }
+        };
         const double sparse_weight_bytes = static_cast<double>(active) * (codes / 4 + codes / 8 + codes / 16);
         const double dense_all = weight_bytes + io_bytes, sparse_all = sparse_weight_bytes + io_bytes;
         // Dense and 2:4, on a stream and as an engine runs MoE decode (replayed from a graph with
@@ -130,6 +150,20 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
              {[&](int s) { run_dense(s, false); }, Replay::kGraph},
              {[&](int s) { run_sparse(s, false); }, Replay::kGraph}},
             count, samples);
+        // Behind the router at M <= 4 only: at 16 its rows measured within 0.3% either way, and
+        // their hundreds of µs per launch interleaved with the rows above moved those by +2..8%
+        // (identical main-loop SASS; fifty-second session, docs/perf/nvfp4_gemv.md).
+        const bool router_rows = tokens <= 4;
+        const std::vector<double> router_us =
+            router_rows ? interleaved_median_us(
+                              {{[&](int s) { behind_router(s, false, true); }, Replay::kGraph},
+                               {[&](int s) { behind_router(s, false, false); }, Replay::kGraph},
+                               {[&](int s) { behind_router(s, true, true); }, Replay::kGraph},
+                               {[&](int s) { behind_router(s, true, false); }, Replay::kGraph}},
+                              count, samples)
+                        : std::vector<double>(4, -1.0);
+        const double router_dense_us = router_us[0], router_dense_no_prefetch_us = router_us[1];
+        const double router_sparse_us = router_us[2], router_sparse_no_prefetch_us = router_us[3];
         auto measured = [](double us, double bytes) { return Measured{us, bytes / (us * 1e3)}; };
         const Measured dense = measured(times_us[0], dense_all), sparse = measured(times_us[1], sparse_all);
         const Measured dense_pdl = measured(times_us[2], dense_all), sparse_pdl = measured(times_us[3], sparse_all);
@@ -177,6 +211,12 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
                     "%.2f us (%.2fx)\n",
                     "", sparse_read_us, read_us / sparse_read_us, sparse_read_pdl_us,
                     read_pdl_us / sparse_read_pdl_us);
+        if (router_rows) {
+          std::printf("%36s behind a router, graph + PDL (router + GEMV): dense %.2f us, no early "
+                      "prefetch %.2f; 2:4 %.2f, no early prefetch %.2f\n",
+                      "", router_dense_us, router_dense_no_prefetch_us, router_sparse_us,
+                      router_sparse_no_prefetch_us);
+        }
         std::fflush(stdout);
         results.push_back({{"model", m.name}, {"projection", gate_up ? "gate_up" : "down"},
                            {"n", n}, {"k", k}, {"tokens", tokens}, {"top_k", m.top_k},
@@ -201,7 +241,11 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
                            {"graph_dense_fraction_of_copy", dense_graph.gbps / copy_gbps},
                            {"graph_same_size_read_us", read_graph_us},
                            {"graph_sparse24_us", sparse_graph.us},
-                           {"graph_sparse24_speedup_vs_dense", dense_graph.us / sparse_graph.us}});
+                           {"graph_sparse24_speedup_vs_dense", dense_graph.us / sparse_graph.us},
+                           {"router_graph_pdl_dense_us", router_dense_us},
+                           {"router_graph_pdl_dense_no_early_prefetch_us", router_dense_no_prefetch_us},
+                           {"router_graph_pdl_sparse24_us", router_sparse_us},
+                           {"router_graph_pdl_sparse24_no_early_prefetch_us", router_sparse_no_prefetch_us}});
       }
     }
   }

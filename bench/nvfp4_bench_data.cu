@@ -21,7 +21,52 @@ __global__ void map_bytes_kernel(std::uint8_t* data, std::int64_t count, int kin
   }
 }
 
+__global__ void router_copy_kernel(const std::int32_t* ids, const std::int32_t* offsets,
+                                   const std::int32_t* tokens, std::int32_t* live_ids,
+                                   std::int32_t* live_offsets, std::int32_t* live_tokens, int slots,
+                                   int rows) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  for (int i = threadIdx.x; i <= slots || i < rows; i += blockDim.x) {
+    if (i < slots) live_ids[i] = ids[i];
+    if (i <= slots) live_offsets[i] = offsets[i];
+    if (i < rows) live_tokens[i] = tokens[i];
+  }
+}
+
 }  // namespace
+
+LiveRouting::LiveRouting(const std::vector<RoutingSet>& sets) {
+  std::int64_t slots = 0, rows = 0;
+  for (const RoutingSet& s : sets) {
+    slots = std::max(slots, s.slots);
+    rows = std::max(rows, s.rows);
+  }
+  ids = std::make_unique<DeviceMemory>(slots * 4);
+  offsets = std::make_unique<DeviceMemory>((slots + 1) * 4);
+  tokens = std::make_unique<DeviceMemory>(rows * 4);
+}
+
+void launch_router_copy(const RoutingSet& from, const LiveRouting& live, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(256);
+  config.stream = stream;
+  cudaLaunchAttribute dependent;
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &dependent;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, router_copy_kernel,
+                           static_cast<const std::int32_t*>(from.ids->get()),
+                           static_cast<const std::int32_t*>(from.offsets->get()),
+                           static_cast<const std::int32_t*>(from.tokens->get()),
+                           static_cast<std::int32_t*>(live.ids->get()),
+                           static_cast<std::int32_t*>(live.offsets->get()),
+                           static_cast<std::int32_t*>(live.tokens->get()),
+                           static_cast<int>(from.slots), static_cast<int>(from.rows)),
+        "router copy launch");
+}
 
 void fill_nvfp4_bytes(void* data, std::int64_t count, std::uint64_t seed, int kind) {
   fill_random_bytes(data, count, seed, 0xFF);  // kind 0: e2m1 code pairs as they come

@@ -33,4 +33,17 @@ struct RoutingSet {
 };
 RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng);
 
+// One routing's lists in buffers an engine's router rewrites every step: sized for the largest
+// of `sets`.
+struct LiveRouting {
+  explicit LiveRouting(const std::vector<RoutingSet>& sets);
+  std::unique_ptr<DeviceMemory> ids, offsets, tokens;
+};
+
+// Stands for an engine's router kernel right before the GEMV, launched with PDL: it lets the
+// next kernel launch at once, waits for the kernel before it (which reads these lists), then
+// copies `from`'s lists into `live`. A GEMV launched with PDL behind it that reads the lists
+// before its wait sees the previous routing.
+void launch_router_copy(const RoutingSet& from, const LiveRouting& live, cudaStream_t stream);
+
 }  // namespace lowbit::bench

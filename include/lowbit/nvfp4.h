@@ -101,6 +101,11 @@ struct Nvfp4GemvArgs {
   // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
   // previous kernel finishes; they read nothing before it has (docs/pdl.md).
   bool enable_pdl = false;
+  // Under enable_pdl, each warp asks L2 for its first weights before the wait, aimed by the
+  // expert id the routing holds then. Right when the routing was written before the previous
+  // kernel (down behind gate_up); when that kernel writes it (a router right before gate_up) the
+  // guess reads the old routing, and false saves the wasted bandwidth (docs/pdl.md).
+  bool prefetch_before_wait = true;
 };
 void nvfp4_gemv(const Nvfp4GemvArgs& args, cudaStream_t stream = nullptr);
 
@@ -116,6 +121,11 @@ struct Nvfp4Sparse24GemvArgs {
   // Programmatic dependent launch (sm_90): the kernel's blocks may start while the stream's
   // previous kernel finishes; they read nothing before it has (docs/pdl.md).
   bool enable_pdl = false;
+  // Under enable_pdl, each warp asks L2 for its first weights before the wait, aimed by the
+  // expert id the routing holds then. Right when the routing was written before the previous
+  // kernel (down behind gate_up); when that kernel writes it (a router right before gate_up) the
+  // guess reads the old routing, and false saves the wasted bandwidth (docs/pdl.md).
+  bool prefetch_before_wait = true;
 };
 void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args, cudaStream_t stream = nullptr);
 

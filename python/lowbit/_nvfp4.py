@@ -84,7 +84,7 @@ def _gemv_output(x, weights, routing, out):
 
 
 def nvfp4_gemv(x, packed, block_scales, global_scales, *, routing=None, out=None, stream=None,
-               enable_pdl=False):
+               enable_pdl=False, prefetch_before_wait=True):
     """out[p, n] = bf16(global[e] * sum_k x[t, k] * e2m1[e, n, k] * s[e, n, k/16]).
 
     x [T, K] bf16; weights in GEMV layout, [E, N, K/2] / [E, N, K/16] (or [N, ...] with E = 1);
@@ -94,22 +94,24 @@ def nvfp4_gemv(x, packed, block_scales, global_scales, *, routing=None, out=None
     1 and output row m is x row m.
     enable_pdl: launch the decode kernels with programmatic dependent launch (sm_90), so they
     may start while the stream's previous kernel finishes; nothing is read before that kernel
-    has finished.
+    has finished. prefetch_before_wait (under enable_pdl): each warp's first weights are asked of
+    L2 before the wait, aimed by the routing as it is then; pass False when the kernel right
+    before writes the routing (a router), whose old contents would aim it wrong (docs/pdl.md).
     """
     y = _gemv_output(x, packed, routing, out)
     _lowbit.nvfp4_gemv(as_dlpack(x), packed, as_dlpack(block_scales), global_scales,
                        as_dlpack(y), list(routing) if routing is not None else None,
-                       stream_for(x, stream), enable_pdl)
+                       stream_for(x, stream), enable_pdl, prefetch_before_wait)
     return y
 
 
 def nvfp4_sparse24_gemv(x, values, indices, block_scales, global_scales, *, routing=None,
-                        out=None, stream=None, enable_pdl=False):
+                        out=None, stream=None, enable_pdl=False, prefetch_before_wait=True):
     """nvfp4_gemv with 2:4 compressed weights in GEMV layout: values [E, N, K/4], indices
     [E, N, K/8], block_scales [E, N, K/16]."""
     y = _gemv_output(x, values, routing, out)
     _lowbit.nvfp4_sparse24_gemv(as_dlpack(x), values, indices, as_dlpack(block_scales),
                                 global_scales, as_dlpack(y),
                                 list(routing) if routing is not None else None,
-                                stream_for(x, stream), enable_pdl)
+                                stream_for(x, stream), enable_pdl, prefetch_before_wait)
     return y

@@ -381,9 +381,11 @@ NB_MODULE(_lowbit, m) {
         });
   m.def("nvfp4_gemv",
         [](Typed x, Array packed, Typed block_scales, Array global_scales, Typed output,
-           std::optional<std::vector<Array>> routing, std::uintptr_t stream, bool enable_pdl) {
+           std::optional<std::vector<Array>> routing, std::uintptr_t stream, bool enable_pdl,
+           bool prefetch_before_wait) {
           lowbit::Nvfp4GemvArgs args;
           args.enable_pdl = enable_pdl;
+          args.prefetch_before_wait = prefetch_before_wait;
           args.x = view_of(x, "x");
           args.packed = view_of(packed, "packed", "");
           args.block_scales = view_of(block_scales, "block_scales");
@@ -396,9 +398,10 @@ NB_MODULE(_lowbit, m) {
   m.def("nvfp4_sparse24_gemv",
         [](Typed x, Array values, Array indices, Typed block_scales, Array global_scales,
            Typed output, std::optional<std::vector<Array>> routing, std::uintptr_t stream,
-           bool enable_pdl) {
+           bool enable_pdl, bool prefetch_before_wait) {
           lowbit::Nvfp4Sparse24GemvArgs args;
           args.enable_pdl = enable_pdl;
+          args.prefetch_before_wait = prefetch_before_wait;
           args.x = view_of(x, "x");
           args.values = view_of(values, "values", "");
           args.indices = view_of(indices, "indices", "");

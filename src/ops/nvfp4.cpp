@@ -149,7 +149,7 @@ cuda::Nvfp4GemvParams gemv_params(const GemvShape& shape, const TensorView& x,
                                   const TensorView& scales, const TensorView& global_scales,
                                   const TensorView& output,
                                   const std::optional<Nvfp4MoeRouting>& routing,
-                                  bool enable_pdl) {
+                                  bool enable_pdl, bool prefetch_before_wait) {
   return {static_cast<const std::uint16_t*>(x.data),
           x.shape[0],
           x.strides[0],
@@ -167,7 +167,8 @@ cuda::Nvfp4GemvParams gemv_params(const GemvShape& shape, const TensorView& x,
           routing ? static_cast<const std::int32_t*>(routing->slot_offsets.data) : nullptr,
           routing ? static_cast<const std::int32_t*>(routing->token_ids.data) : nullptr,
           routing ? routing->expert_ids.numel() : 1,
-          enable_pdl};
+          enable_pdl,
+          prefetch_before_wait};
 }
 }  // namespace
 #endif
@@ -181,7 +182,7 @@ void nvfp4_gemv(const Nvfp4GemvArgs& args, cudaStream_t stream) {
 #if LOWBIT_WITH_CUDA
   cuda::launch_nvfp4_gemv(gemv_params(shape, args.x, args.packed, TensorView{}, args.block_scales,
                                       args.global_scales, args.output, args.routing,
-                                      args.enable_pdl),
+                                      args.enable_pdl, args.prefetch_before_wait),
                           stream);
 #else
   (void)stream;
@@ -202,7 +203,7 @@ void nvfp4_sparse24_gemv(const Nvfp4Sparse24GemvArgs& args, cudaStream_t stream)
   check.aligned("indices", args.indices, 16);
   cuda::launch_nvfp4_gemv(gemv_params(shape, args.x, args.values, args.indices, args.block_scales,
                                       args.global_scales, args.output, args.routing,
-                                      args.enable_pdl),
+                                      args.enable_pdl, args.prefetch_before_wait),
                           stream);
 #else
   (void)stream;

@@ -807,17 +807,23 @@ TEST(Nvfp4GemvGpu, ProgrammaticDependentLaunchWaitsForTheRouting) {
       launch(true);
       LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
       EXPECT_EQ(count_bad(), 0) << "routing in place";
-      d_x.upload(x_old);
-      d_ids.upload(ids_old);
-      d_offsets.upload(offsets_old);
-      d_tokens.upload(toks_old);
-      d_out.fill_byte(0xFF);
-      LOWBIT_TEST_CUDA(producer.enqueue(copies, stream));
-      launch(true);
-      producer.release();
-      LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+      // With and without the early L2 prefetch (aimed by the old routing here: a hint only).
+      for (bool prefetch : {true, false}) {
+        dense.prefetch_before_wait = sparse.prefetch_before_wait = prefetch;
+        d_x.upload(x_old);
+        d_ids.upload(ids_old);
+        d_offsets.upload(offsets_old);
+        d_tokens.upload(toks_old);
+        d_out.fill_byte(0xFF);
+        LOWBIT_TEST_CUDA(producer.enqueue(copies, stream));
+        launch(true);
+        producer.release();
+        LOWBIT_TEST_CUDA(cudaStreamSynchronize(stream));
+        EXPECT_EQ(count_bad(), 0) << "routing written behind the launch, prefetch_before_wait="
+                                  << prefetch;
+      }
+      dense.prefetch_before_wait = sparse.prefetch_before_wait = true;
       unsetenv("LOWBIT_NVFP4_GEMV");
-      EXPECT_EQ(count_bad(), 0) << "routing written behind the launch";
     }
   }
   cudaStreamDestroy(stream);

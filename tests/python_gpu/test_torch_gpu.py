@@ -256,17 +256,19 @@ def test_nvfp4_moe_layer_under_pdl_matches_a_settled_layer():
     token_rows = torch.tensor([0, 2, 1, 2, 0], dtype=torch.int32, device=DEVICE)  # top-2 of 3 tokens, one dropped
     pair_rows = torch.arange(5, dtype=torch.int32, device=DEVICE)  # down reads its own row of a
 
-    def layer(pdl, settle):
-        hidden = lowbit.nvfp4_gemv(x, *gate_up, routing=(ids, offsets, token_rows), enable_pdl=pdl)
+    def layer(pdl, settle, prefetch=True):
+        hidden = lowbit.nvfp4_gemv(x, *gate_up, routing=(ids, offsets, token_rows), enable_pdl=pdl,
+                                   prefetch_before_wait=prefetch)
         settle()
         a = lowbit.silu_and_mul(hidden, enable_pdl=pdl)
         settle()
-        return lowbit.nvfp4_gemv(a, *down, routing=(ids, offsets, pair_rows), enable_pdl=pdl)
+        return lowbit.nvfp4_gemv(a, *down, routing=(ids, offsets, pair_rows), enable_pdl=pdl,
+                                 prefetch_before_wait=prefetch)
 
     settled = layer(False, torch.cuda.synchronize)
     torch.cuda.synchronize()
-    for _ in range(3):
-        assert torch.equal(layer(True, lambda: None), settled)
+    for prefetch in (True, True, False):
+        assert torch.equal(layer(True, lambda: None, prefetch), settled)
     assert settled.shape == (5, h) and torch.isfinite(settled.float()).all()
 
 

@@ -45,6 +45,9 @@ struct Nvfp4GemvParams {
   const std::int32_t* token_ids;     // or null
   std::int64_t slots;
   bool dependent_launch = false;  // programmatic dependent launch (common/kernel_launch.cuh)
+  // Under it, the balanced kernels' L2 prefetch of each warp's first round, aimed by a routing
+  // read before the wait (sm90_nvfp4_gemv_early_prefetch.cuh).
+  bool prefetch_before_wait = true;
 };
 void launch_nvfp4_gemv(const Nvfp4GemvParams& p, cudaStream_t stream);
 

@@ -294,7 +294,7 @@ __global__ void __launch_bounds__(kWarps * 32, kBlocksPerSm)
   BlockItems items{};
   if (p.dependent_launch) {
     items = block_items<kUnroll, kWarps>(p);
-    prefetch_first_round<kSparse, kUnroll>(p, items);
+    if (p.prefetch_before_wait) prefetch_first_round<kSparse, kUnroll>(p, items);
     fill_tables(tables);
   }
   // The routing lists say which weights to read.
