@@ -23,6 +23,7 @@
 #include "cublaslt_gemm.cuh"
 #include "families.h"
 #include "harness.cuh"
+#include "lowbit/quant.h"
 #include "lowbit/scaled_gemm.h"
 
 namespace lowbit::bench {
@@ -186,6 +187,29 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
         fp8_graph_at = ours(false, false, ScaledMmEpilogue::kScaled, nullptr, Replay::kGraph);
         fp8_pdl_at = ours(false, false, ScaledMmEpilogue::kScaled, nullptr, Replay::kGraph, true);
       }
+      // And behind the kernel that quantizes its activations (per_token_quant of bf16 rows, then
+      // fp8 per-token x per-channel): in a graph without PDL, with PDL on the GEMM only, on both.
+      DeviceMemory x_bf16(decode ? m * k * 2 : 0);
+      std::size_t chain_at[3] = {0, 0, 0};
+      if (decode) {
+        fill_random_activations(x_bf16.get(), m * k, 2, 17);
+        auto chain = [&](bool quant_pdl, bool gemm_pdl) {
+          launches.push_back({[&, quant_pdl, gemm_pdl](int set) {
+                                PerTokenQuantArgs q;
+                                q.input = TensorView::contiguous(x_bf16.get(), DType::kBF16, {m, k}, cuda);
+                                q.output = TensorView::contiguous(x8.get(), DType::kFP8E4M3, {m, k}, cuda);
+                                q.scales = TensorView::contiguous(a_scales.get(), DType::kFP32, {m}, cuda);
+                                q.enable_pdl = quant_pdl;
+                                per_token_quant(q, bench_stream());
+                                run_ours(set, false, true, ScaledMmEpilogue::kScaled, gemm_pdl);
+                              },
+                              Replay::kGraph});
+          return launches.size() - 1;
+        };
+        chain_at[0] = chain(false, false);
+        chain_at[1] = chain(false, true);
+        chain_at[2] = chain(true, true);
+      }
       // The GEMVs hold at most 32 tokens, the TMA-fed one 64 (forced beyond that they would run
       // the default).
       std::vector<const char*> configs(std::begin(kTokenTileConfigs), std::end(kTokenTileConfigs));
@@ -280,6 +304,8 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
                     "", fp8_graph_us, 100 * weight_bytes / (fp8_graph_us * 1e3) / copy_gbps,
                     fp8_pdl_us, 100 * weight_bytes / (fp8_pdl_us * 1e3) / copy_gbps,
                     ratio(lt_graph_us, fp8_pdl_us), lt_graph_us, read_graph_us, read_dependent_us);
+        std::printf("%33s per_token_quant -> fp8 per-token GEMM in a graph: %.2f us; PDL on the GEMM "
+                    "%.2f; on both %.2f\n", "", us[chain_at[0]], us[chain_at[1]], us[chain_at[2]]);
       }
       std::printf("%33s forced fp8:", "");
       for (std::size_t c = 0; c < config_at.size(); ++c) std::printf(" %s=%.2f", configs[c], us[config_at[c]]);
@@ -297,6 +323,9 @@ nlohmann::json run_gemm_bench(const BenchOptions& options) {
       results.push_back({{"shape", s.name}, {"m", m}, {"n", n}, {"k", k}, {"rotation_sets", sets},
                          {"weight_bytes", weight_bytes},
                          {"fp8_per_tensor_us", fp8_us}, {"fp8_per_tensor_tflops", tflops(fp8_us)},
+                         {"quant_then_gemm_graph_us", decode ? us[chain_at[0]] : -1},
+                         {"quant_then_gemm_graph_gemm_pdl_us", decode ? us[chain_at[1]] : -1},
+                         {"quant_then_gemm_graph_both_pdl_us", decode ? us[chain_at[2]] : -1},
                          {"fp8_fraction_of_cublaslt_rate", tflops(fp8_us) / fp8_tflops},
                          {"weight_gbps", weight_gbps}, {"weight_fraction_of_copy", weight_gbps / copy_gbps},
                          {"same_size_read_us", read_us},

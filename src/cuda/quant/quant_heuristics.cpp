@@ -78,6 +78,14 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
   return config;
 }
 
+bool quant_releases_at_start() {
+  static const bool after_wait = [] {
+    const char* text = std::getenv("LOWBIT_QUANT_RELEASE");
+    return text && std::strcmp(text, "after_wait") == 0;
+  }();
+  return !after_wait;
+}
+
 bool choose_per_tensor_one_launch(const char* op, bool fits_one_launch) {
   static const bool forced_two_pass = [] {
     const char* text = std::getenv("LOWBIT_PER_TENSOR_DYNAMIC");

@@ -27,6 +27,11 @@ GroupQuantConfig choose_group_quant_config(const char* op, std::int64_t input_by
                                            std::int64_t total_groups, int group_size,
                                            bool compute_heavy, int sm_count);
 
+// Where the quantizers let a next kernel launched with PDL start: at their own start (true, the
+// default) or once their PDL wait has returned. LOWBIT_QUANT_RELEASE=after_wait picks the
+// latter, for measurements (docs/perf/pdl.md).
+bool quant_releases_at_start();
+
 // Dynamic per_tensor_quant: one cluster launch where the tensor fits its registers
 // (`fits_one_launch`, up to 1 MB), else the memset + amax + quantize kernels.
 bool choose_per_tensor_one_launch(const char* op, bool fits_one_launch);

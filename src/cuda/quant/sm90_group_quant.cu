@@ -68,7 +68,15 @@ struct KernelParams {
   std::int64_t up_offset_bytes;  // silu_mul: the up value of column c is this far past gate c
   bool clamp;
   float limit;
+  bool release_at_start;  // quant_releases_at_start(): else the release follows the PDL wait
 };
+
+// Under PDL: waits for the previous kernel, then lets the next one launch if the kernel did not
+// at its start (`release_at_start`).
+__device__ __forceinline__ void wait_then_release(bool release_at_start) {
+  wait_for_prerequisite_grids();
+  if (!release_at_start) allow_dependent_launch();
+}
 
 // 8 consecutive values of x: loaded as is, or silu(gate) * up with up `up_offset` bytes further.
 template <bool kSiluMul, bool kShared, typename InTag>
@@ -143,7 +151,7 @@ inline constexpr int kDirectMaxThreads = kVectors == 4 ? kWideLaneThreads : kThr
 template <typename InTag, typename OutTag, int kGroup, int kVectors, bool kSiluMul>
 __global__ void __launch_bounds__(kDirectMaxThreads<kVectors>, kVectors == 1 ? 1 : 4)
     group_quant_direct(KernelParams p) {
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   constexpr int kLanes = kGroup / (kElementsPerVector * kVectors);
   const int lane = threadIdx.x % kLanes;
   const std::uint32_t group_id = blockIdx.x * (blockDim.x / kLanes) + threadIdx.x / kLanes;
@@ -152,7 +160,7 @@ __global__ void __launch_bounds__(kDirectMaxThreads<kVectors>, kVectors == 1 ? 1
   const std::uint32_t group_in_row = active ? group_id - row * p.groups_per_row.divisor : 0;
 
   // The input is the previous kernel's output, and the outputs may be what it still reads.
-  wait_for_prerequisite_grids();
+  wait_then_release(p.release_at_start);
   // Every load is issued before any arithmetic, so a lane has all its bytes in flight at once.
   constexpr int kOperands = kSiluMul ? 2 : 1;  // gate and up
   constexpr int kWords = kWordsPer8<InTag>;
@@ -254,14 +262,14 @@ __global__ void __launch_bounds__(kThreads) group_quant_pipelined(KernelParams p
     }
   };
 
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStageCount; ++stage) mbarrier_init(&tile_ready[stage], 1);
     fence_barrier_init();
   }
   // As in the direct kernel: the input is the previous kernel's output. Every thread waits, as
   // every thread stores.
-  wait_for_prerequisite_grids();
+  wait_then_release(p.release_at_start);
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStageCount; ++stage) {
       const std::uint32_t tile = blockIdx.x + stage * gridDim.x;
@@ -352,6 +360,7 @@ void launch_group_quant(const char* op, const GroupQuantParams& params, cudaStre
   p.up_offset_bytes = params.silu_mul ? params.cols * element_bytes : 0;
   p.clamp = params.clamp;
   p.limit = params.limit;
+  p.release_at_start = quant_releases_at_start();
 
   const int sm_count = current_device_sm_count(op);
   const std::int64_t input_bytes = params.rows * params.cols * element_bytes * (params.silu_mul ? 2 : 1);

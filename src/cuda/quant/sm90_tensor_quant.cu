@@ -93,8 +93,9 @@ template <typename InTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_amax_kernel(RowQuantParams p, std::uint32_t* amax_bits) {
   __shared__ float scratch[kWarps];
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   wait_for_prerequisite_grids();  // the input, and the workspace reset before this kernel
+  if (!p.release_at_start) allow_dependent_launch();
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
   float amax = 0.0f;
@@ -125,8 +126,9 @@ template <typename InTag, typename OutTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_quant_kernel(RowQuantParams p, float* scale_slot, const std::uint32_t* amax_bits,
                         float amax_bound, float qmax) {
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   wait_for_prerequisite_grids();  // the input, and the amax pass's maximum
+  if (!p.release_at_start) allow_dependent_launch();
   float scale;
   if (amax_bits != nullptr) {  // dynamic: every block derives the same scale
     const float amax = __uint_as_float(*amax_bits);
@@ -181,8 +183,9 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   constexpr int kWords = kWordsPer8<InTag>;
   __shared__ float scratch[kClusterThreads / 32];
   __shared__ float block_amax;
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   wait_for_prerequisite_grids();  // the input is the previous kernel's output
+  if (!p.release_at_start) allow_dependent_launch();
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t first = blockIdx.x * kClusterThreads + threadIdx.x;
 
@@ -288,10 +291,12 @@ bool launch_one_cluster(const char* op, const RowQuantParams& p, float* scale, f
 
 }  // namespace
 
-void launch_per_tensor_quant(const char* op, const RowQuantParams& p, float* scale, bool dynamic,
-                             float amax_bound, std::uint32_t* amax_workspace,
+void launch_per_tensor_quant(const char* op, const RowQuantParams& params, float* scale,
+                             bool dynamic, float amax_bound, std::uint32_t* amax_workspace,
                              cudaStream_t stream) {
-  if (p.rows == 0 || p.cols == 0) return;
+  if (params.rows == 0 || params.cols == 0) return;
+  RowQuantParams p = params;
+  p.release_at_start = quant_releases_at_start();
   const std::int64_t vectors = p.rows * (p.cols / 8);
   const std::int64_t quant_blocks = (vectors + kThreads * kUnroll - 1) / (kThreads * kUnroll);
   const bool contiguous = p.input_row_stride == p.cols && p.output_row_stride == p.cols;

@@ -25,6 +25,7 @@
 #include "../common/kernel_launch_args.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
+#include "quant_heuristics.h"
 #include "token_quant_launch.h"
 
 namespace lowbit::cuda {
@@ -220,8 +221,9 @@ __global__ void __launch_bounds__(kThreads)
     per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                            float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kWarps];  // block_reduce_range: a float2 per warp
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   wait_for_prerequisite_grids();  // the row is the previous kernel's output
+  if (!p.release_at_start) allow_dependent_launch();
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -245,8 +247,9 @@ __global__ void __launch_bounds__(kResidentMaxThreads, 2)
     per_token_quant_resident_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                                     float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kResidentMaxThreads / 32];  // a float2 per warp
-  allow_dependent_launch();
+  if (p.release_at_start) allow_dependent_launch();
   wait_for_prerequisite_grids();  // the row is the previous kernel's output
+  if (!p.release_at_start) allow_dependent_launch();
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -326,9 +329,11 @@ bool launch_resident(const RowQuantParams& p, float* scales, std::int32_t* zero_
 
 }  // namespace
 
-void launch_per_token_quant(const char* op, const RowQuantParams& p, float* scales,
+void launch_per_token_quant(const char* op, const RowQuantParams& params, float* scales,
                             std::int32_t* zero_points, float amax_bound, cudaStream_t stream) {
-  if (p.rows == 0 || p.cols == 0) return;
+  if (params.rows == 0 || params.cols == 0) return;
+  RowQuantParams p = params;
+  p.release_at_start = quant_releases_at_start();
   auto launch = [&](auto in_tag, auto out_tag, auto asymmetric, float qmax) {
     using In = decltype(in_tag);
     using Out = decltype(out_tag);

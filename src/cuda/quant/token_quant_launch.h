@@ -20,6 +20,7 @@ struct RowQuantParams {
   DType output_dtype;
   float eps;
   bool dependent_launch;  // launched with programmatic dependent launch (enable_pdl)
+  bool release_at_start = true;  // set by the launchers (quant_releases_at_start)
 };
 
 // The largest code magnitude of a quantized output: 448 for fp8 e4m3, 127 for int8.
