@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/device_buffer.cuh"
+#include "common/slow_producer.cuh"
 #include "lowbit/formats.h"
 #include "lowbit/quant.h"
 
@@ -74,6 +75,33 @@ inline void expect_group_quant_matches(const GroupQuantLayout& g, const DeviceBu
     ASSERT_EQ(bad_s, 0) << "scales differ";
     ASSERT_EQ(bad_pad, 0) << "padding was written";
   }
+}
+
+// The same check for an op launched with enable_pdl behind a held producer that writes `input`
+// (the device input's bytes) late over `early` (run_behind_late_input). `run_on(stream)`
+// launches the op on `stream`.
+inline void expect_group_quant_matches_behind_late_input(
+    const GroupQuantLayout& g, const DeviceBuffer& d_output, const DeviceBuffer& d_scales,
+    const DeviceBuffer& d_input, const std::vector<std::uint8_t>& input,
+    const std::vector<std::uint8_t>& early, const std::function<void(cudaStream_t)>& run_on,
+    const std::vector<std::uint8_t>& ref_out, const std::vector<float>& ref_scales) {
+  DeviceBuffer d_late(input.size());
+  d_late.upload(input);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  run_on(stream);  // loads the module: a first launch waits for an idle device
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_group_quant_matches(
+      g, d_output, d_scales,
+      [&] {
+        d_input.upload(early);
+        ASSERT_EQ(run_behind_late_input(d_input.data(), d_late.data(),
+                                        static_cast<std::int64_t>(input.size()), stream,
+                                        [&] { run_on(stream); }),
+                  cudaSuccess);
+      },
+      ref_out, ref_scales);
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace lowbit::testing

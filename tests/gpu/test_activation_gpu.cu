@@ -100,26 +100,11 @@ void run_quant_case(const Case& c) {
                                         ref_out, ref_scales);
     return;
   }
-  const auto early =
-      testing::random_activations(c.input_dtype, c.tokens, in_stride, 2 * c.hidden, salt++);
-  DeviceBuffer d_late(input.size());
-  d_late.upload(input);
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   args.enable_pdl = true;
-  silu_and_mul_quant(args, stream);  // loads the module: a first launch waits for an idle device
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  testing::expect_group_quant_matches(
-      {c.tokens, c.hidden, out_stride, c.group, c.layout}, d_output, d_scales,
-      [&] {
-        d_input.upload(early);
-        ASSERT_EQ(testing::run_behind_late_input(d_input.data(), d_late.data(),
-                                                 static_cast<std::int64_t>(input.size()), stream,
-                                                 [&] { silu_and_mul_quant(args, stream); }),
-                  cudaSuccess);
-      },
-      ref_out, ref_scales);
-  cudaStreamDestroy(stream);
+  testing::expect_group_quant_matches_behind_late_input(
+      {c.tokens, c.hidden, out_stride, c.group, c.layout}, d_output, d_scales, d_input, input,
+      testing::random_activations(c.input_dtype, c.tokens, in_stride, 2 * c.hidden, salt++),
+      [&](cudaStream_t stream) { silu_and_mul_quant(args, stream); }, ref_out, ref_scales);
 }
 
 TEST(SiluAndMulQuantGpu, ModelWidthsAndTokenCounts) {

@@ -3,6 +3,7 @@
 // double-precision reference, and load a checkpoint written here.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -59,6 +60,30 @@ TEST(FfnGpu, CudaLayerAgreesWithCpuLayerAndReference) {
         compare_with_reference(y_gpu, shape.hidden, rows, reference_rows(weights, x, rows));
     EXPECT_TRUE(accuracy_ok(accuracy)) << "T = " << tokens << ": " << accuracy.relative_error;
   }
+}
+
+TEST(FfnGpu, LayerUnderPdlMatchesTheLayerOnAStream) {
+  // The four kernels launched back to back with programmatic dependent launch on each (what
+  // `lowbit ffn`'s "graph + PDL" time replays): each waits for the one before, so y is the same
+  // bits as the plain launches give. Decode rows and a prefill block.
+  const FfnShape shape{"deepseek-v3 / 8", 896, 2304};
+  const FfnWeights weights = random_ffn_weights(shape, 11);
+  auto device = make_cuda_memory();
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (std::int64_t tokens : {1, 16, 512}) {
+    FfnLayer layer(weights, tokens, *device);
+    layer.set_input(ffn_activations(tokens, shape.hidden, 11));
+    layer.run();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<std::uint16_t> plain = layer.output();
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      layer.run(stream, true);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      EXPECT_EQ(layer.output(), plain) << "T = " << tokens;
+    }
+  }
+  cudaStreamDestroy(stream);
 }
 
 TEST(FfnGpu, CheckpointWeightsRunOnTheGpu) {

@@ -16,7 +16,6 @@
 
 #include "common/device_buffer.cuh"
 #include "common/group_quant_compare.cuh"
-#include "common/slow_producer.cuh"
 #include "common/test_data.h"
 #include "lowbit/formats.h"
 #include "lowbit/error.h"
@@ -112,26 +111,11 @@ void run_case(const Case& c) {
                                         ref_scales);
     return;
   }
-  const std::vector<std::uint8_t> early =
-      testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, case_salt++);
-  DeviceBuffer d_late(input.size());
-  d_late.upload(input);
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   args.enable_pdl = true;
-  per_token_group_quant(args, stream);  // loads the module: a first launch waits for an idle device
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  testing::expect_group_quant_matches(
-      {c.rows, c.cols, out_stride, c.group, c.layout}, d_output, d_scales,
-      [&] {
-        d_input.upload(early);
-        ASSERT_EQ(testing::run_behind_late_input(d_input.data(), d_late.data(),
-                                                 static_cast<std::int64_t>(input.size()), stream,
-                                                 [&] { per_token_group_quant(args, stream); }),
-                  cudaSuccess);
-      },
-      ref_out, ref_scales);
-  cudaStreamDestroy(stream);
+  testing::expect_group_quant_matches_behind_late_input(
+      {c.rows, c.cols, out_stride, c.group, c.layout}, d_output, d_scales, d_input, input,
+      testing::random_activations(c.input_dtype, c.rows, in_stride, c.cols, case_salt++),
+      [&](cudaStream_t stream) { per_token_group_quant(args, stream); }, ref_out, ref_scales);
 }
 
 TEST(PerTokenGroupQuantGpu, ModelWidthsAndTokenCounts) {

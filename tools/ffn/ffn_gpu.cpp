@@ -36,9 +36,20 @@ FfnGpuMeasurement measure_ffn_on_gpu(const FfnLayer& layer, const FfnWeights& we
   result.copy_gbps = bench::measure_copy_gbps(samples);
   result.fp8_tflops = bench::measure_cublaslt_fp8_tflops(samples);
   for (const FfnStage& stage : layer.stages()) {
-    result.stage_us.push_back(median_us([&] { stage.run(nullptr); }, samples));
+    result.stage_us.push_back(median_us([&] { stage.run(nullptr, false); }, samples));
   }
   result.total_us = median_us([&] { layer.run(nullptr); }, samples);
+  // As an engine runs decode: the four kernels replayed from a CUDA graph, without and with
+  // programmatic dependent launch on every one (each starts while the one before finishes);
+  // sampled in turn with the stream launches, each sample held behind an L2 sweep.
+  const std::vector<double> held_us = bench::interleaved_median_us(
+      {{[&](int) { layer.run(bench::bench_stream(), false); }},
+       {[&](int) { layer.run(bench::bench_stream(), false); }, bench::Replay::kGraph},
+       {[&](int) { layer.run(bench::bench_stream(), true); }, bench::Replay::kGraph}},
+      1, samples);
+  result.held_stream_us = held_us[0];
+  result.graph_us = held_us[1];
+  result.graph_pdl_us = held_us[2];
 
   // The same layer in bf16: x and the unquantized weights through cuBLASLt, our bf16 SiLU*mul.
   const std::int64_t t = tokens, h = weights.shape.hidden, i = weights.shape.intermediate;

@@ -84,8 +84,8 @@ std::vector<std::uint16_t> FfnLayer::output() const {
   return y;
 }
 
-void FfnLayer::run(cudaStream_t stream) const {
-  for (const FfnStage& stage : stages_) stage.run(stream);
+void FfnLayer::run(cudaStream_t stream, bool enable_pdl) const {
+  for (const FfnStage& stage : stages_) stage.run(stream, enable_pdl);
 }
 
 void FfnLayer::build_stages() {
@@ -95,17 +95,18 @@ void FfnLayer::build_stages() {
   const double weight_scale_bytes_d = blocks(hidden_) * blocks(intermediate_) * 4.0;
 
   stages_.push_back({"per_token_group_quant", t * h * 2 + t * h + scale_bytes_x, 0,
-                     [this](cudaStream_t stream) {
+                     [this](cudaStream_t stream, bool pdl) {
                        PerTokenGroupQuantArgs args;
                        args.input = x_;
                        args.output = xq_;
                        args.scales = xs_;
                        args.group_size = kGroup;
                        args.scale_layout = kActivationScales;
+                       args.enable_pdl = pdl;
                        per_token_group_quant(args, stream);
                      }});
   auto gemm = [this](TensorView a, TensorView a_scales, TensorView b, TensorView b_scales,
-                     TensorView out, cudaStream_t stream) {
+                     TensorView out, cudaStream_t stream, bool pdl) {
     BlockFp8MmArgs args;
     args.a = a;
     args.a_scales = a_scales;
@@ -114,27 +115,29 @@ void FfnLayer::build_stages() {
     args.b_scales = b_scales;
     args.output = out;
     args.workspace = workspace_;
+    args.enable_pdl = pdl;
     block_fp8_mm(args, stream);
   };
   stages_.push_back({"gate_up block_fp8_mm",
                      2 * i * h + weight_scale_bytes_gu + t * h + scale_bytes_x + t * 2 * i * 2,
-                     2 * t * (2 * i) * h, [this, gemm](cudaStream_t stream) {
-                       gemm(xq_, xs_, w_gate_up_, w_gate_up_scales_, h_, stream);
+                     2 * t * (2 * i) * h, [this, gemm](cudaStream_t stream, bool pdl) {
+                       gemm(xq_, xs_, w_gate_up_, w_gate_up_scales_, h_, stream, pdl);
                      }});
   stages_.push_back({"silu_and_mul_quant", t * 2 * i * 2 + t * i + scale_bytes_a, 0,
-                     [this](cudaStream_t stream) {
+                     [this](cudaStream_t stream, bool pdl) {
                        SiluAndMulQuantArgs args;
                        args.input = h_;
                        args.output = aq_;
                        args.scales = as_;
                        args.group_size = kGroup;
                        args.scale_layout = kActivationScales;
+                       args.enable_pdl = pdl;
                        silu_and_mul_quant(args, stream);
                      }});
   stages_.push_back({"down block_fp8_mm",
                      h * i + weight_scale_bytes_d + t * i + scale_bytes_a + t * h * 2,
-                     2 * t * h * i, [this, gemm](cudaStream_t stream) {
-                       gemm(aq_, as_, w_down_, w_down_scales_, y_, stream);
+                     2 * t * h * i, [this, gemm](cudaStream_t stream, bool pdl) {
+                       gemm(aq_, as_, w_down_, w_down_scales_, y_, stream, pdl);
                      }});
 }
 

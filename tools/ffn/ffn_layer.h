@@ -21,7 +21,8 @@ struct FfnStage {
   std::string name;
   double bytes = 0;  // the fewest HBM bytes the stage can move
   double flops = 0;  // 2 M N K for a GEMM, 0 for the memory-bound stages
-  std::function<void(cudaStream_t)> run;
+  // Launches the stage on the stream; enable_pdl: with programmatic dependent launch (docs/pdl.md).
+  std::function<void(cudaStream_t, bool enable_pdl)> run;
 };
 
 class FfnLayer {
@@ -30,7 +31,7 @@ class FfnLayer {
   FfnLayer(const FfnWeights& weights, std::int64_t tokens, FfnMemory& memory);
   void set_input(const std::vector<std::uint16_t>& x);  // [T, H] bf16
   const std::vector<FfnStage>& stages() const { return stages_; }
-  void run(cudaStream_t stream = nullptr) const;
+  void run(cudaStream_t stream = nullptr, bool enable_pdl = false) const;
   std::vector<std::uint16_t> output() const;  // y [T, H] bf16
   TensorView input() const { return x_; }
 

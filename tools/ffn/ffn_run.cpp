@@ -55,6 +55,8 @@ void write_json(const FfnResult& r, const std::string& path) {
       {"intermediate", r.shape.intermediate}, {"tokens", r.tokens}, {"weights", r.source},
       {"device", r.device}, {"on_gpu", r.on_gpu}, {"reference_rows", r.reference_rows},
       {"accuracy", accuracy_json(r.accuracy)}, {"stages", stages}, {"total_us", r.total_us},
+      {"held_stream_us", r.held_stream_us}, {"graph_us", r.graph_us},
+      {"graph_pdl_us", r.graph_pdl_us},
       {"copy_gbps", r.copy_gbps}, {"fp8_tflops", r.fp8_tflops},
       {"bf16_total_us", r.bf16_total_us}, {"bf16_accuracy", accuracy_json(r.bf16_accuracy)},
       {"speedup_vs_bf16", r.bf16_total_us > 0 ? r.bf16_total_us / r.total_us : 0.0}};
@@ -89,6 +91,9 @@ void print_report(const FfnResult& r) {
   if (r.on_gpu) {
     std::printf("%-26s %11.1f %11.1f %9s %10.1f%%\n", "FP8 layer (4 launches)", r.total_us,
                 floor_total, "", 100 * floor_total / r.total_us);
+    std::printf("  sampled in turn, held: stream %.1f us, CUDA graph %.1f us, graph + PDL %.1f us "
+                "(%.1f%% of floor)\n", r.held_stream_us, r.graph_us, r.graph_pdl_us,
+                100 * floor_total / r.graph_pdl_us);
     std::printf("%-26s %11.1f   -> lowbit FP8 layer is %.2fx faster\n", "bf16 layer (cuBLASLt)",
                 r.bf16_total_us, r.bf16_total_us / r.total_us);
   } else {
@@ -129,7 +134,7 @@ FfnResult run_ffn_layer(const FfnOptions& options) {
   }
   for (const FfnStage& stage : layer.stages()) {
     // On the CPU the one run is the timed run: wall clock of the reference loops.
-    const double us = result.on_gpu ? 0.0 : elapsed_us([&] { stage.run(nullptr); });
+    const double us = result.on_gpu ? 0.0 : elapsed_us([&] { stage.run(nullptr, false); });
     result.stages.push_back({stage.name, us, stage.bytes, stage.flops, 0});
     result.total_us += us;
   }
@@ -151,6 +156,9 @@ FfnResult run_ffn_layer(const FfnOptions& options) {
                                 stage.flops / (gpu.fp8_tflops * 1e6));
     }
     result.total_us = gpu.total_us;
+    result.held_stream_us = gpu.held_stream_us;
+    result.graph_us = gpu.graph_us;
+    result.graph_pdl_us = gpu.graph_pdl_us;
     result.bf16_total_us = gpu.bf16_total_us;
     result.bf16_accuracy = compare_with_reference(gpu.bf16_output, weights.shape.hidden,
                                                   result.reference_rows, reference);

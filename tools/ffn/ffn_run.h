@@ -32,6 +32,8 @@ struct FfnResult {
   double total_us = 0;
   // GPU only:
   double copy_gbps = 0, fp8_tflops = 0;
+  // The layer sampled in turn (held): on a stream, from a CUDA graph, from a graph with PDL.
+  double held_stream_us = 0, graph_us = 0, graph_pdl_us = 0;
   double bf16_total_us = 0;
   FfnAccuracy bf16_accuracy;  // the bf16 cuBLASLt layer against the same reference
 };
