@@ -15,7 +15,8 @@
 //
 // Programmatic dependent launch (docs/pdl.md): every block lets the next kernel start as it does
 // (so a GEMM launched with PDL behind the quantizer asks for its weights while it runs, and waits
-// for it before reading its output), and reads its input only after the previous kernel is done.
+// for it before reading its output; LOWBIT_QUANT_RELEASE=after_wait moves the release after the
+// wait), and reads its input only after the previous kernel is done.
 //
 // In both, a lane holds kVectors pieces of one group; piece j of a lane is piece
 // j * kLanes + lane of the group, so every store instruction writes whole 32-byte sectors.

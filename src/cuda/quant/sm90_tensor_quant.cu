@@ -11,8 +11,9 @@
 //   workspace, so nothing synchronizes the host. Its quantize pass walks the tensor backwards:
 //   the amax pass ended on its tail, which the L2 still holds.
 // Programmatic dependent launch (docs/pdl.md): every kernel lets the next one start as its blocks
-// do, and reads nothing (input, scale, amax) before the previous kernel is done; with enable_pdl
-// the amax and quantize passes also start each other early.
+// do (after its wait with LOWBIT_QUANT_RELEASE=after_wait), and reads nothing (input, scale,
+// amax) before the previous kernel is done; with enable_pdl the amax and quantize passes also
+// start each other early.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 

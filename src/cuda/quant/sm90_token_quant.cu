@@ -9,8 +9,9 @@
 //   and reduces; pass 2 reads the row again, which an L2 of 50-60 MB still holds, and writes.
 // Per-tensor quantization is in sm90_tensor_quant.cu.
 // Programmatic dependent launch (docs/pdl.md): every block lets the next kernel start as it does
-// (a GEMM launched with PDL behind the quantizer asks for its weights while it runs), and reads
-// its row only after the previous kernel is done.
+// (a GEMM launched with PDL behind the quantizer asks for its weights while it runs;
+// LOWBIT_QUANT_RELEASE=after_wait moves the release after the wait), and reads its row only after
+// the previous kernel is done.
 #include <cuda_runtime.h>
 
 #include <cstdint>
