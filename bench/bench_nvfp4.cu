@@ -106,15 +106,20 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         auto yv = [&](int s) {
           return TensorView::contiguous(y.get(), DType::kBF16, {sets[s].rows, n}, Device::kCUDA);
         };
-        auto run_dense = [&](int s, bool pdl) {
-          Nvfp4GemvArgs args{xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)};
+        // prefetch: the balanced kernels' early L2 prefetch under PDL; behind_router: the lists
+        // are the live ones a router stand-in rewrites before the launch.
+        auto run_dense = [&](int s, bool pdl, bool prefetch = true, bool behind_router = false) {
+          Nvfp4GemvArgs args{xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s),
+                             gemv_args(s, behind_router)};
           args.enable_pdl = pdl;
+          args.prefetch_before_wait = prefetch;
           nvfp4_gemv(args, bench_stream());
         };
-        auto run_sparse = [&](int s, bool pdl) {
+        auto run_sparse = [&](int s, bool pdl, bool prefetch = true, bool behind_router = false) {
           Nvfp4Sparse24GemvArgs args{xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
-                                     view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s)};
+                                     view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s, behind_router)};
           args.enable_pdl = pdl;
+          args.prefetch_before_wait = prefetch;
           nvfp4_sparse24_gemv(args, bench_stream());
         };
         // Behind a router that writes each launch's lists (gate_up in an engine): both under PDL,
@@ -122,16 +127,9 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         auto behind_router = [&](int s, bool sparse, bool prefetch) {
           launch_router_copy(sets[s], live, bench_stream());
           if (sparse) {
-            Nvfp4Sparse24GemvArgs args{xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
-                                       view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s, true)};
-            args.enable_pdl = true;
-            args.prefetch_before_wait = prefetch;
-            nvfp4_sparse24_gemv(args, bench_stream());
+            run_sparse(s, true, prefetch, true);
           } else {
-            Nvfp4GemvArgs args{xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s, true)};
-            args.enable_pdl = true;
-            args.prefetch_before_wait = prefetch;
-            nvfp4_gemv(args, bench_stream());
+            run_dense(s, true, prefetch, true);
           }
         };
         const double sparse_weight_bytes = static_cast<double>(active) * (codes / 4 + codes / 8 + codes / 16);
