@@ -7,7 +7,9 @@
 // GB/s counts those bytes once over the median time and is set against the device copy
 // bandwidth measured in the same run. Each launch draws its own routing (rotation sets), so the
 // weight bytes of successive launches differ and the working set exceeds 2.5x L2. Then whole MoE
-// layers (gate_up, silu_and_mul, down) of each model: bench_nvfp4_layer.cu.
+// layers (gate_up, silu_and_mul, down) of each model: bench_nvfp4_layer.cu; and each model's
+// projections with every token routed to the same experts, where compute starts to bind:
+// bench_nvfp4_tokens_per_expert.cu.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -24,6 +26,7 @@
 #include "families.h"
 #include "cublaslt_gemm.cuh"
 #include "bench_nvfp4_layer.h"
+#include "bench_nvfp4_tokens_per_expert.h"
 #include "harness.cuh"
 #include "lowbit/nvfp4.h"
 #include "nvfp4_bench_data.h"
@@ -66,18 +69,11 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
       const std::int64_t n = gate_up ? 2 * m.intermediate : m.hidden;
       const std::int64_t k = gate_up ? m.hidden : m.intermediate;
       const std::int64_t codes = n * k, e = m.experts;
-      DeviceMemory packed(e * codes / 2), values(e * codes / 4), indices(e * codes / 8),
-          scales(e * codes / 16), globals(e * 4), x(16 * k * 2), y(16 * m.top_k * n * 2);
-      fill_nvfp4_bytes(packed.get(), e * codes / 2, 1, 0);
-      fill_nvfp4_bytes(values.get(), e * codes / 4, 2, 0);
-      fill_nvfp4_bytes(indices.get(), e * codes / 8, 3, 2);
-      fill_nvfp4_bytes(scales.get(), e * codes / 16, 4, 1);
+      const ProjectionWeights w(e, n, k, 1);
+      DeviceMemory globals(e * 4), x(16 * k * 2), y(16 * m.top_k * n * 2);
       std::vector<float> g(e, 1.0f / 1024);
       check(cudaMemcpy(globals.get(), g.data(), e * 4, cudaMemcpyHostToDevice), "globals");
       fill_random_activations(x.get(), 16 * k, 2, 7);
-      auto view3 = [&](DeviceMemory& d, std::int64_t div, DType dtype) {
-        return TensorView::contiguous(d.get(), dtype, {e, n, k / div}, Device::kCUDA);
-      };
       const std::string shape = std::string(m.name) + " " + (gate_up ? "gate_up" : "down");
       for (std::int64_t tokens : token_counts) {
         if (!row_selected(options.filter, shape.c_str(), tokens)) continue;
@@ -109,18 +105,10 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
         // prefetch: the balanced kernels' early L2 prefetch under PDL; behind_router: the lists
         // are the live ones a router stand-in rewrites before the launch.
         auto run_dense = [&](int s, bool pdl, bool prefetch = true, bool behind_router = false) {
-          Nvfp4GemvArgs args{xv, view3(packed, 2, DType::kUInt8), view3(scales, 16, DType::kFP8E4M3), gv, yv(s),
-                             gemv_args(s, behind_router)};
-          args.enable_pdl = pdl;
-          args.prefetch_before_wait = prefetch;
-          nvfp4_gemv(args, bench_stream());
+          run_projection(w, false, xv, gv, yv(s), gemv_args(s, behind_router), pdl, bench_stream(), prefetch);
         };
         auto run_sparse = [&](int s, bool pdl, bool prefetch = true, bool behind_router = false) {
-          Nvfp4Sparse24GemvArgs args{xv, view3(values, 4, DType::kUInt8), view3(indices, 8, DType::kUInt8),
-                                     view3(scales, 16, DType::kFP8E4M3), gv, yv(s), gemv_args(s, behind_router)};
-          args.enable_pdl = pdl;
-          args.prefetch_before_wait = prefetch;
-          nvfp4_sparse24_gemv(args, bench_stream());
+          run_projection(w, true, xv, gv, yv(s), gemv_args(s, behind_router), pdl, bench_stream(), prefetch);
         };
         // Behind a router that writes each launch's lists (gate_up in an engine): both under PDL,
         // with the early prefetch (its guesses read the previous launch's routing) and without.
@@ -248,9 +236,10 @@ nlohmann::json run_nvfp4_bench(const BenchOptions& options) {
     }
   }
   const nlohmann::json layers = run_nvfp4_layer_rows(options, copy_gbps, samples);
+  const nlohmann::json shared = run_nvfp4_tokens_per_expert_rows(options, copy_gbps, samples);
   return {{"benchmark", "nvfp4"}, {"device", device.name}, {"copy_gbps", copy_gbps},
           {"read_stream_1gib_us", gib_read_us}, {"routing_seed", options.seed},
-          {"results", results}, {"layers", layers}};
+          {"results", results}, {"layers", layers}, {"tokens_per_expert", shared}};
 }
 
 }  // namespace lowbit::bench

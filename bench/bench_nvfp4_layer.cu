@@ -32,30 +32,6 @@ namespace lowbit::bench {
 
 namespace {
 
-// One projection's experts in both formats: [E, N, K] codes as dense pairs, 2:4 values and
-// indices, and the block scales both read.
-struct ProjectionWeights {
-  std::int64_t experts, n, k;
-  DeviceMemory packed, values, indices, scales;
-  ProjectionWeights(std::int64_t e, std::int64_t rows, std::int64_t cols, std::uint64_t seed)
-      : experts(e), n(rows), k(cols), packed(e * rows * cols / 2), values(e * rows * cols / 4),
-        indices(e * rows * cols / 8), scales(e * rows * cols / 16) {
-    const std::int64_t codes = e * rows * cols;
-    fill_nvfp4_bytes(packed.get(), codes / 2, seed, 0);
-    fill_nvfp4_bytes(values.get(), codes / 4, seed + 1, 0);
-    fill_nvfp4_bytes(indices.get(), codes / 8, seed + 2, 2);
-    fill_nvfp4_bytes(scales.get(), codes / 16, seed + 3, 1);
-  }
-  TensorView view(const DeviceMemory& d, std::int64_t div, DType dtype) const {
-    return TensorView::contiguous(d.get(), dtype, {experts, n, k / div}, Device::kCUDA);
-  }
-  // Weight bytes an active expert streams.
-  double expert_bytes(bool sparse) const {
-    const double codes = static_cast<double>(n) * k;
-    return sparse ? codes / 4 + codes / 8 + codes / 16 : codes / 2 + codes / 16;
-  }
-};
-
 TensorView rows_of(const DeviceMemory& d, std::int64_t rows, std::int64_t cols) {
   return TensorView::contiguous(d.get(), DType::kBF16, {rows, cols}, Device::kCUDA);
 }
@@ -123,17 +99,7 @@ nlohmann::json run_nvfp4_layer_rows(const BenchOptions& options, double copy_gbp
                          av = rows_of(act, r.rows, inter), yv = rows_of(y, r.rows, h);
         auto project = [&](const ProjectionWeights& w, const TensorView& in, const TensorView& out,
                            const Nvfp4MoeRouting& routing) {
-          const TensorView sv = w.view(w.scales, 16, DType::kFP8E4M3);
-          if (sparse) {
-            Nvfp4Sparse24GemvArgs args{in, w.view(w.values, 4, DType::kUInt8),
-                                       w.view(w.indices, 8, DType::kUInt8), sv, gv, out, routing};
-            args.enable_pdl = pdl;
-            nvfp4_sparse24_gemv(args, bench_stream());
-          } else {
-            Nvfp4GemvArgs args{in, w.view(w.packed, 2, DType::kUInt8), sv, gv, out, routing};
-            args.enable_pdl = pdl;
-            nvfp4_gemv(args, bench_stream());
-          }
+          run_projection(w, sparse, in, gv, out, routing, pdl, bench_stream());
         };
         if (!down_only) {
           project(gate_up, xv, hv, by_token);

@@ -75,16 +75,41 @@ void fill_nvfp4_bytes(void* data, std::int64_t count, std::uint64_t seed, int ki
   check(cudaGetLastError(), "map_bytes_kernel");
 }
 
-RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng) {
-  std::vector<std::vector<std::int32_t>> lists(m.experts);
-  std::vector<std::int32_t> all(m.experts);
-  for (std::int32_t e = 0; e < m.experts; ++e) all[e] = e;
-  for (std::int32_t t = 0; t < tokens; ++t) {
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int j = 0; j < m.top_k; ++j) lists[all[j]].push_back(t);
+ProjectionWeights::ProjectionWeights(std::int64_t e, std::int64_t rows, std::int64_t cols,
+                                     std::uint64_t seed)
+    : experts(e), n(rows), k(cols), packed(e * rows * cols / 2), values(e * rows * cols / 4),
+      indices(e * rows * cols / 8), scales(e * rows * cols / 16) {
+  const std::int64_t codes = e * rows * cols;
+  fill_nvfp4_bytes(packed.get(), codes / 2, seed, 0);
+  fill_nvfp4_bytes(values.get(), codes / 4, seed + 1, 0);
+  fill_nvfp4_bytes(indices.get(), codes / 8, seed + 2, 2);
+  fill_nvfp4_bytes(scales.get(), codes / 16, seed + 3, 1);
+}
+
+void run_projection(const ProjectionWeights& w, bool sparse, const TensorView& x,
+                    const TensorView& globals, const TensorView& y, const Nvfp4MoeRouting& routing,
+                    bool pdl, cudaStream_t stream, bool prefetch) {
+  const TensorView scales = w.view(w.scales, 16, DType::kFP8E4M3);
+  if (sparse) {
+    Nvfp4Sparse24GemvArgs args{x, w.view(w.values, 4, DType::kUInt8),
+                               w.view(w.indices, 8, DType::kUInt8), scales, globals, y, routing};
+    args.enable_pdl = pdl;
+    args.prefetch_before_wait = prefetch;
+    nvfp4_sparse24_gemv(args, stream);
+  } else {
+    Nvfp4GemvArgs args{x, w.view(w.packed, 2, DType::kUInt8), scales, globals, y, routing};
+    args.enable_pdl = pdl;
+    args.prefetch_before_wait = prefetch;
+    nvfp4_gemv(args, stream);
   }
+}
+
+namespace {
+
+// Uploads per-expert token lists (empty lists skipped) as a RoutingSet's device lists.
+RoutingSet upload_routing(const std::vector<std::vector<std::int32_t>>& lists) {
   std::vector<std::int32_t> ids, offsets = {0}, token_ids;
-  for (std::int32_t e = 0; e < m.experts; ++e) {
+  for (std::int32_t e = 0; e < static_cast<std::int32_t>(lists.size()); ++e) {
     if (lists[e].empty()) continue;
     ids.push_back(e);
     token_ids.insert(token_ids.end(), lists[e].begin(), lists[e].end());
@@ -104,6 +129,35 @@ RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_6
   set.active = set.slots;
   set.active_ids = ids;
   return set;
+}
+
+// 0, 1, ..., experts - 1.
+std::vector<std::int32_t> expert_ids(const Nvfp4Model& m) {
+  std::vector<std::int32_t> all(m.experts);
+  for (std::int32_t e = 0; e < m.experts; ++e) all[e] = e;
+  return all;
+}
+
+}  // namespace
+
+RoutingSet make_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng) {
+  std::vector<std::vector<std::int32_t>> lists(m.experts);
+  std::vector<std::int32_t> order = expert_ids(m);
+  for (std::int32_t t = 0; t < tokens; ++t) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int j = 0; j < m.top_k; ++j) lists[order[j]].push_back(t);
+  }
+  return upload_routing(lists);
+}
+
+RoutingSet make_shared_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt19937_64& rng) {
+  std::vector<std::vector<std::int32_t>> lists(m.experts);
+  std::vector<std::int32_t> order = expert_ids(m);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int j = 0; j < m.top_k; ++j) {
+    for (std::int32_t t = 0; t < tokens; ++t) lists[order[j]].push_back(t);
+  }
+  return upload_routing(lists);
 }
 
 }  // namespace lowbit::bench

@@ -74,6 +74,28 @@ TEST(Nvfp4GemvHeuristics, GateUpProjections) {
   expect_config(choose(1024, 2048, 512, 10, 1, false), 2, 4, false, false);
 }
 
+TEST(Nvfp4GemvHeuristics, TokensSharingTheirExperts) {
+  // At least 4 routed rows a slot. 2:4 stages its rows in one wide block per SM where they fit
+  // 160 KB: DeepSeek-V3 gate_up (4096 x 7168) at 8 tokens, down (7168 x 2048) at 4 and 16,
+  // Qwen3-30B-A3B gate_up (1536 x 2048) at 16.
+  expect_config(choose(4096, 7168, 8, 64, 8, true), 1, 8, true, true, true);
+  expect_config(choose(7168, 2048, 8, 32, 4, true), 1, 8, true, true, true);
+  expect_config(choose(7168, 2048, 8, 128, 16, true), 1, 8, true, true, true);
+  expect_config(choose(1536, 2048, 8, 128, 16, true), 1, 8, true, true, true);
+  // Dense at up to 8 tokens runs balanced, beyond per item with the window of 8, as does 2:4
+  // whose rows do not fit (DeepSeek-V3 gate_up at 16 tokens: 229 KB).
+  expect_config(choose(4096, 7168, 8, 64, 8, false), 1, 8, true, false);
+  expect_config(choose(4096, 7168, 8, 128, 16, false), 1, 8, false, false);
+  expect_config(choose(4096, 7168, 8, 128, 16, true), 1, 8, false, false);
+  expect_config(choose(7168, 2048, 8, 72, 9, false), 1, 8, false, false);
+  // Too few tiles for the dense rules (Qwen3-30B-A3B gate_up: K split over 2 warps, as before);
+  // no whole rounds of 8 and too few tiles (Qwen3-30B-A3B down, K = 768: the rules below).
+  expect_config(choose(1536, 2048, 8, 64, 8, false), 2, 4, false, false);
+  expect_config(choose(2048, 768, 8, 128, 16, true), 1, 4, false, false);
+  // The whole expert table as slots: fewer than 4 rows a slot, the rules below.
+  expect_config(choose(7168, 2048, 256, 128, 16, true), 1, 4, false, false);
+}
+
 TEST(Nvfp4GemvHeuristics, OverrideForcesStagedBalanced) {
   setenv("LOWBIT_NVFP4_GEMV", "1,8bs", 1);
   expect_config(lowbit::cuda::choose_nvfp4_gemv_config(4096, 7168, 8, 8, 1, false), 1, 8, true, true);

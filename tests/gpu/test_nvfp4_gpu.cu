@@ -152,9 +152,10 @@ struct Routing {
 };
 
 // Each token picks top_k distinct experts out of a pool of min(E, 2 top_k) experts spread over
-// [0, E); slots list the experts in use plus, with `idle_slots`, two idle slots (the balanced
-// kernels run only without them).
-Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng, bool idle_slots) {
+// [0, E) (with `same_experts`, the pool's first top_k); slots list the experts in use plus, with
+// `idle_slots`, two idle slots (the balanced kernels run only without them).
+Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng, bool idle_slots,
+              bool same_experts) {
   std::vector<std::int32_t> pool;
   const std::int64_t pool_size = std::min<std::int64_t>(m.experts, 2 * m.top_k);
   for (std::int64_t i = 0; i < pool_size; ++i) pool.push_back(static_cast<std::int32_t>((i * 7919 + rng() % 7) % m.experts));
@@ -163,7 +164,7 @@ Routing route(std::int64_t tokens, const Model& m, std::mt19937_64& rng, bool id
   std::map<std::int32_t, std::vector<std::int32_t>> lists;
   for (std::int32_t t = 0; t < tokens; ++t) {
     std::vector<std::int32_t> choice = pool;
-    std::shuffle(choice.begin(), choice.end(), rng);
+    if (!same_experts) std::shuffle(choice.begin(), choice.end(), rng);
     for (int j = 0; j < m.top_k && j < static_cast<int>(choice.size()); ++j) lists[choice[j]].push_back(t);
   }
   Routing r;
@@ -199,16 +200,17 @@ struct Weights {  // canonical codes of the active experts, [A, N, K / 2] etc.
 std::vector<std::uint16_t> download_bf16(const DeviceBuffer& b) { return b.download<std::uint16_t>(); }
 
 // row_per_pair: x holds a row per routed pair, as a MoE layer's down projection reads (SiLU * mul
-// of the pair's gate_up row), in a shuffled order, instead of a row per token.
+// of the pair's gate_up row), in a shuffled order, instead of a row per token. same_experts:
+// every token on the same top_k experts.
 void gemv_case(const Model& m, bool gate_up, std::int64_t tokens, bool idle_slots = true,
-               bool row_per_pair = false) {
+               bool row_per_pair = false, bool same_experts = false) {
   const std::int64_t rows = gate_up ? 2 * m.intermediate : m.hidden;
   const std::int64_t cols = gate_up ? m.hidden : m.intermediate;
   SCOPED_TRACE(std::string(m.name) + (gate_up ? " gate_up" : " down") + " N=" +
                std::to_string(rows) + " K=" + std::to_string(cols) + " M=" + std::to_string(tokens) +
-               (row_per_pair ? " x a row per pair" : ""));
+               (row_per_pair ? " x a row per pair" : "") + (same_experts ? " same experts" : ""));
   std::mt19937_64 rng(testing::test_seed() ^ (++salt * 0x9E3779B97F4A7C15ull));
-  Routing r = route(tokens, m, rng, idle_slots);
+  Routing r = route(tokens, m, rng, idle_slots, same_experts);
   const std::int64_t active = static_cast<std::int64_t>(r.active.size());
   const std::int64_t codes = rows * cols, out_rows = static_cast<std::int64_t>(r.token_ids.size());
   if (row_per_pair) {
@@ -495,6 +497,18 @@ TEST(Nvfp4GemvGpu, DecodeRoutingWithoutIdleSlots) {
     for (bool gate_up : {true, false}) gemv_case(m, gate_up, 1, false);
   }
   gemv_case(kModels[1], true, 2, false);
+}
+
+TEST(Nvfp4GemvGpu, EveryTokenOnTheSameExperts) {
+  // At least 4 rows a slot (nvfp4_gemv_heuristics.cpp): 2:4 stages its rows in one wide block
+  // per SM (DeepSeek-V3 gate_up at 8 tokens: 115 KB of rows; down at 16: two passes a slot),
+  // dense runs balanced up to 8 tokens and per item beyond, as does 2:4 where the rows do not
+  // fit (DeepSeek-V3 gate_up at 12 tokens: 172 KB).
+  const Model& deepseek = kModels[1];
+  gemv_case(deepseek, true, 8, false, false, true);
+  gemv_case(deepseek, true, 12, false, false, true);
+  gemv_case(deepseek, false, 16, false, false, true);
+  gemv_case(kModels[2], false, 9, false, false, true);  // Qwen3-Next-80B-A3B down
 }
 
 TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {

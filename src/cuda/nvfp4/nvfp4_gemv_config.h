@@ -27,9 +27,13 @@ struct Nvfp4GemvConfig {
 // down projection's 8 rows of a row per pair at M = 1 (of which a block stages the ones its slots
 // read: staged_rows).
 inline constexpr std::int64_t kStagedXBytes = 36 * 1024;
+// The same for the one wide block per SM (Config::wide): the 227 KB an sm_90 block may opt in to,
+// less its static shared memory (27 KB) and a margin. 160 KB holds 8 tokens of DeepSeek-V3
+// gate_up's K = 7168 (115 KB) and 16 of its down's K = 2048 (66 KB).
+inline constexpr std::int64_t kWideStagedXBytes = 160 * 1024;
 constexpr std::int64_t staged_x_row_bytes(std::int64_t cols) { return cols * 2 + 16; }
-constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols) {
-  return tokens > 0 && tokens * staged_x_row_bytes(cols) <= kStagedXBytes;
+constexpr bool staged_x_fits(std::int64_t tokens, std::int64_t cols, bool wide = false) {
+  return tokens > 0 && tokens * staged_x_row_bytes(cols) <= (wide ? kWideStagedXBytes : kStagedXBytes);
 }
 
 // Block shapes of the balanced launches beyond 4-warp blocks (forty-ninth session,

@@ -50,7 +50,29 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
     // (docs/perf/nvfp4_gemv.md): below ~16 warps per SM, split K so that more warps stream;
     // a window of 8 chunks (16 warps per SM) for a few tokens' long rows; otherwise a window
     // of 4 (24 warps per SM), better for short K and for launches over many experts.
-    if (pairs <= 32 && slots <= pairs && tiles > 132 * 4 && tiles <= 132 * 5 &&
+    // Several tokens on every slot (a batch whose tokens share experts; a routing that lists
+    // idle slots counts them too, and takes the rules after these): each weight feeds several
+    // token columns, so the activation reads grow while the weight stream does not. NVIDIA
+    // H200, fifty-third session, `lowbit bench nvfp4`'s rows with every token on the same top-k
+    // experts (docs/perf/nvfp4_gemv.md, "Where compute starts to bind"), against the rules
+    // below, on a stream / under graph + PDL:
+    // - 2:4 with the rows staged for ldmatrix in one wide block per SM (up to 160 KB): the
+    //   unstaged kernels' eight 4-byte activation loads a chunk, one per token row, bound them.
+    //   DeepSeek-V3 gate_up at 8 tokens 80.5 -> 33.3 / 97.4 -> 30.9 us, down at 16 87.1 -> 32.8
+    //   / 85.8 -> 30.3; Qwen3-30B-A3B gate_up at 16 21.9 -> 13.3 / 20.0 -> 11.8.
+    // - Dense at up to 8 tokens (one activation tile, one pass): balanced. DeepSeek-V3 gate_up
+    //   at 8 tokens 43.8 -> 39.0 / 46.9 -> 37.6 us, down 27.8 -> 22.6 / 28.4 -> 20.5.
+    // - Beyond (two tiles: the balanced kernels would stream the weights once per 8 tokens), and
+    //   2:4 whose rows do not fit: the window of 8 per item. DeepSeek-V3 gate_up dense at 16
+    //   tokens 61.4 -> 55.7 / 68.5 -> 53.5 us, 2:4 150.5 -> 149.0 / 166.1 -> 147.7.
+    const bool shared_experts = pairs >= 4 * std::max<std::int64_t>(slots, 1);
+    if (shared_experts && sparse && chunks % 8 == 0 && staged_x_fits(tokens, cols, true)) {
+      config = {1, 8, true, true, true};
+    } else if (shared_experts && !sparse && tokens <= 8 && tiles >= 132 * 8 && chunks % 8 == 0) {
+      config = {1, 8, true};
+    } else if (shared_experts && tiles >= 132 * 8 && chunks >= 8) {
+      config = {1, 8};
+    } else if (pairs <= 32 && slots <= pairs && tiles > 132 * 4 && tiles <= 132 * 5 &&
         chunks % 16 == 0) {
       // At most one tile per block of the balanced window-of-4 kernel (5 blocks per SM): each
       // tile's K split evenly over its block's 4 warps, 20 warps per SM where (2, 4) runs 8-10

@@ -275,7 +275,8 @@ void launch(const Nvfp4GemvParams& p, const Nvfp4GemvConfig& config, cudaStream_
     const int sms = current_device_sm_count(op);
     const std::int64_t items = tiles * p.slots;
     if constexpr (kSparse) {
-      if (config.unroll == 8 && config.stage_x && staged_x_fits(p.tokens, p.cols)) {
+      if (config.unroll == 8 && config.stage_x &&
+          staged_x_fits(p.tokens, p.cols, config.wide)) {
         const auto rows_bytes = static_cast<std::size_t>(p.tokens * staged_x_row_bytes(p.cols));
         if (config.wide) {
           // One block per SM: its registers leave no room for a second (no padding needed). Its
