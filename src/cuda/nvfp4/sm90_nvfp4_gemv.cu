@@ -40,8 +40,9 @@ constexpr char kDenseOp[] = "nvfp4_gemv";
 constexpr char kSparseOp[] = "nvfp4_sparse24_gemv";
 
 // One pass over a tile for up to 8 * kTokenGroups tokens, partial sums reduced over the warps
-// that split K, stored by the first of them.
-template <bool kSparse, int kWarpsPerTile, int kUnroll, int kTokenGroups>
+// that split K, stored by the first of them. kQuadX: 2:4 activations in 16-byte loads
+// (load_activations).
+template <bool kSparse, int kWarpsPerTile, int kUnroll, int kTokenGroups, bool kQuadX = false>
 __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables& tables,
                                           float (*partial)[8][32], const TileAddress& at,
                                           std::int64_t tile, bool tile_ok, const SlotRows& s) {
@@ -50,7 +51,7 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   const int k_warp = warp % kWarpsPerTile;
   const std::uint16_t* x_row[kTokenGroups];
 #pragma unroll
-  for (int n = 0; n < kTokenGroups; ++n) x_row[n] = x_row_of<kSparse>(p, s, n * 8 + group);
+  for (int n = 0; n < kTokenGroups; ++n) x_row[n] = x_row_of<kSparse, kQuadX>(p, s, n * 8 + group);
   float acc[kTokenGroups][4] = {};
   const int chunks = static_cast<int>(p.cols / 64);
   // This warp's chunks are k_warp, k_warp + kWarpsPerTile, ...
@@ -81,7 +82,7 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     // in place (registers: the two-group path serves slots of 9..16 tokens).
     constexpr bool kAhead = kTokenGroups == 1;
     std::uint32_t x[kTokenGroups][8];
-    if constexpr (kAhead) load_activations<kSparse>(x_cursor, 0, x);
+    if constexpr (kAhead) load_activations<kSparse, kQuadX>(x_cursor, 0, x);
     auto next_round = [&] {
       cursor.advance<kSparse>(kUnroll * kWarpsPerTile);
 #pragma unroll
@@ -110,7 +111,7 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
             multiply_chunk(w[u], tables, x, acc);
           }
           if (!check || i + 1 < my_chunks) {
-            load_activations<kSparse>(x_cursor, (u + 1) * kWarpsPerTile, x);
+            load_activations<kSparse, kQuadX>(x_cursor, (u + 1) * kWarpsPerTile, x);
           }
         }
       };
@@ -130,13 +131,13 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
       // Chunk i = first + u uses window slot u, then refills it with chunk i + kUnroll (x with
       // chunk i + 1): no register copies of the slots.
       auto chunk_step = [&](int u, int i, bool check_refills) {
-        if constexpr (!kAhead) load_activations<kSparse>(x_cursor, u * kWarpsPerTile, x);
+        if constexpr (!kAhead) load_activations<kSparse, kQuadX>(x_cursor, u * kWarpsPerTile, x);
         multiply_chunk(w[u], tables, x, acc);
         if (!check_refills || i + kUnroll < my_chunks) {
           w[u] = load_chunk<kSparse>(cursor, (u + kUnroll) * kWarpsPerTile);
         }
         if (kAhead && (!check_refills || i + 1 < my_chunks)) {
-          load_activations<kSparse>(x_cursor, (u + 1) * kWarpsPerTile, x);
+          load_activations<kSparse, kQuadX>(x_cursor, (u + 1) * kWarpsPerTile, x);
         }
       };
       int first = 0;
@@ -178,6 +179,14 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
   for (int n = 0; n < kTokenGroups; ++n) store_outputs(p, acc[n], s, tile, n * 8);
 }
 
+// Tokens from which a 2:4 pass loads its activations 16 bytes at a time: at 2 a warp's eight
+// 4-byte loads touch 2 rows, about what the swaps cost in instructions. Only in the per-item
+// window of 8, the kernel the heuristic gives 2:4 launches of several tokens a slot whose rows
+// do not fit the staging: the window of 4's 80 registers spilled 48 bytes with the second path.
+constexpr int kQuadXTokens = 3;
+template <bool kSparse, int kWarpsPerTile, int kUnroll>
+inline constexpr bool kQuadXIn = kSparse && kWarpsPerTile == 1 && kUnroll == 8;
+
 // One (slot, tile) work item: every pass over the slot's tokens. With K split over warps, the
 // warps of a block share the item (the passes synchronize the block).
 template <bool kSparse, int kWarpsPerTile, int kUnroll>
@@ -190,10 +199,14 @@ __device__ __forceinline__ void slot_tile(const Nvfp4GemvParams& p, const Tables
   const bool tile_ok = tile < p.rows / 16;
   const bool expert_ok = expert < p.experts;
   const TileAddress at = tile_address<kSparse>(p, expert_ok ? expert : 0, tile);
+  constexpr bool kQuadX = kQuadXIn<kSparse, kWarpsPerTile, kUnroll>;
   for (int first = begin; first < end; first += 16) {
     const SlotRows s{expert, expert_ok, first, min(16, end - first)};
+    // 2:4 passes of 3 or more tokens load their activations 16 bytes at a time (kQuadX).
     if (s.count > 8) {
-      tile_pass<kSparse, kWarpsPerTile, 4, 2>(p, tables, partial, at, tile, tile_ok, s);
+      tile_pass<kSparse, kWarpsPerTile, 4, 2, kQuadX>(p, tables, partial, at, tile, tile_ok, s);
+    } else if (kQuadX && s.count >= kQuadXTokens) {
+      tile_pass<kSparse, kWarpsPerTile, kUnroll, 1, true>(p, tables, partial, at, tile, tile_ok, s);
     } else {
       tile_pass<kSparse, kWarpsPerTile, kUnroll, 1>(p, tables, partial, at, tile, tile_ok, s);
     }

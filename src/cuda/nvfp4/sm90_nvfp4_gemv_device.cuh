@@ -262,12 +262,35 @@ __device__ __forceinline__ int token_of(const Nvfp4GemvParams& p, int row) {
 // an actual group of 4, whose other half sits in the neighbouring lane, as mma.sp's groups do.
 // Absent tokens read token 0's row: an output column depends only on its own B column, and absent
 // tokens' columns are not stored as sums.
-template <bool kSparse, int kTokenGroups>
+// kQuadX (2:4; x_row_of with the same flag): the same words from two 16-byte loads a chunk, K
+// values 8 * (lane % 4) .. + 7 and 32 more, and two word swaps with the neighbouring lane, which
+// holds the other halves of the same groups. Eight 4-byte loads of a warp touch as many rows as
+// the pass has tokens each, and at 8 tokens on one expert they bound the kernel (NVIDIA H200,
+// fifty-third session: 2:4 2.6x its one-token time); at one token all lanes read one row, and the
+// eight loads issue fewer instructions than this.
+template <bool kSparse, bool kQuadX = false, int kTokenGroups>
 __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_row)[kTokenGroups],
                                                  int chunk, std::uint32_t (&x)[kTokenGroups][8]) {
 #pragma unroll
   for (int n = 0; n < kTokenGroups; ++n) {
-    if constexpr (kSparse) {
+    if constexpr (kSparse && kQuadX) {
+      // The even lane of a pair keeps words 0 and 2 of each load (K 16p + {0, 4}) and takes the
+      // odd lane's 0 and 2 (16p + {8, 12}); the odd lane keeps 1 and 3 (16p + {10, 14}) and
+      // takes the even lane's 1 and 3 (16p + {2, 6}).
+      const bool odd = threadIdx.x & 1;
+      const uint4 lo = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64));
+      const uint4 hi = __ldg(reinterpret_cast<const uint4*>(x_row[n] + chunk * 64 + 32));
+      auto spread = [&](const uint4& q, int first_word) {
+        const std::uint32_t got0 = __shfl_xor_sync(0xffffffffu, odd ? q.x : q.y, 1);
+        const std::uint32_t got1 = __shfl_xor_sync(0xffffffffu, odd ? q.z : q.w, 1);
+        x[n][first_word + 0] = odd ? got0 : q.x;
+        x[n][first_word + 2] = odd ? got1 : q.z;
+        x[n][first_word + 4] = odd ? q.y : got0;
+        x[n][first_word + 6] = odd ? q.w : got1;
+      };
+      spread(lo, 0);
+      spread(hi, 1);
+    } else if constexpr (kSparse) {
 #pragma unroll
       for (int v = 0; v < 8; ++v) {
         x[n][v] = __ldg(reinterpret_cast<const unsigned int*>(
@@ -282,21 +305,24 @@ __device__ __forceinline__ void load_activations(const std::uint16_t* const (&x_
   }
 }
 
-// The lane's activation row for token `token` (absent or out-of-range tokens: token 0's row).
-template <bool kSparse>
+// The lane's activation row for token `token` (absent or out-of-range tokens: token 0's row),
+// for load_activations with the same kQuadX.
+template <bool kSparse, bool kQuadX = false>
 __device__ __forceinline__ const std::uint16_t* x_row_of_token(const Nvfp4GemvParams& p,
                                                                int token) {
   const int quad = threadIdx.x % 4;
   const bool x_ok = token >= 0 && token < p.tokens;
-  const int lane_offset = kSparse ? quad / 2 * 16 + quad % 2 * 2 : 16 * quad;
+  const int lane_offset = kSparse && kQuadX ? 8 * quad
+                          : kSparse         ? quad / 2 * 16 + quad % 2 * 2
+                                            : 16 * quad;
   return p.x + (x_ok ? token : 0) * p.x_row_stride + lane_offset;
 }
 
 // The lane's activation row for output column `column` of a pass.
-template <bool kSparse>
+template <bool kSparse, bool kQuadX = false>
 __device__ __forceinline__ const std::uint16_t* x_row_of(const Nvfp4GemvParams& p,
                                                          const SlotRows& s, int column) {
-  return x_row_of_token<kSparse>(p, column < s.count ? token_of(p, s.first + column) : -1);
+  return x_row_of_token<kSparse, kQuadX>(p, column < s.count ? token_of(p, s.first + column) : -1);
 }
 
 // One output of a tile: bf16 of sum * global (the expert's global scale * 2^8), NaN for
