@@ -37,6 +37,7 @@
 #include "lowbit/formats.h"
 #include "../../common/silu.h"
 #include "group_quant_launch.h"
+#include "quant_dependent_launch.cuh"
 #include "quant_heuristics.h"
 
 namespace lowbit::cuda {
@@ -71,13 +72,6 @@ struct KernelParams {
   float limit;
   bool release_at_start;  // quant_releases_at_start(): else the release follows the PDL wait
 };
-
-// Under PDL: waits for the previous kernel, then lets the next one launch if the kernel did not
-// at its start (`release_at_start`).
-__device__ __forceinline__ void wait_then_release(bool release_at_start) {
-  wait_for_prerequisite_grids();
-  if (!release_at_start) allow_dependent_launch();
-}
 
 // 8 consecutive values of x: loaded as is, or silu(gate) * up with up `up_offset` bytes further.
 template <bool kSiluMul, bool kShared, typename InTag>

@@ -28,6 +28,7 @@
 #include "../common/kernel_launch_args.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
+#include "quant_dependent_launch.cuh"
 #include "quant_heuristics.h"
 #include "token_quant_launch.h"
 
@@ -94,9 +95,7 @@ template <typename InTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_amax_kernel(RowQuantParams p, std::uint32_t* amax_bits) {
   __shared__ float scratch[kWarps];
-  if (p.release_at_start) allow_dependent_launch();
-  wait_for_prerequisite_grids();  // the input, and the workspace reset before this kernel
-  if (!p.release_at_start) allow_dependent_launch();
+  release_and_wait(p.release_at_start);  // the input, and the workspace reset before this kernel
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads;
   float amax = 0.0f;
@@ -127,9 +126,7 @@ template <typename InTag, typename OutTag, bool kContiguous>
 __global__ void __launch_bounds__(kThreads)
     tensor_quant_kernel(RowQuantParams p, float* scale_slot, const std::uint32_t* amax_bits,
                         float amax_bound, float qmax) {
-  if (p.release_at_start) allow_dependent_launch();
-  wait_for_prerequisite_grids();  // the input, and the amax pass's maximum
-  if (!p.release_at_start) allow_dependent_launch();
+  release_and_wait(p.release_at_start);  // the input, and the amax pass's maximum
   float scale;
   if (amax_bits != nullptr) {  // dynamic: every block derives the same scale
     const float amax = __uint_as_float(*amax_bits);
@@ -184,9 +181,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   constexpr int kWords = kWordsPer8<InTag>;
   __shared__ float scratch[kClusterThreads / 32];
   __shared__ float block_amax;
-  if (p.release_at_start) allow_dependent_launch();
-  wait_for_prerequisite_grids();  // the input is the previous kernel's output
-  if (!p.release_at_start) allow_dependent_launch();
+  release_and_wait(p.release_at_start);  // the input is the previous kernel's output
   const std::int64_t total = p.rows * (p.cols / 8);
   const std::int64_t first = blockIdx.x * kClusterThreads + threadIdx.x;
 

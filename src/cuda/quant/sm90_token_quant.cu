@@ -26,6 +26,7 @@
 #include "../common/kernel_launch_args.cuh"
 #include "../common/vector_io.cuh"
 #include "lowbit/formats.h"
+#include "quant_dependent_launch.cuh"
 #include "quant_heuristics.h"
 #include "token_quant_launch.h"
 
@@ -222,9 +223,7 @@ __global__ void __launch_bounds__(kThreads)
     per_token_quant_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                            float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kWarps];  // block_reduce_range: a float2 per warp
-  if (p.release_at_start) allow_dependent_launch();
-  wait_for_prerequisite_grids();  // the row is the previous kernel's output
-  if (!p.release_at_start) allow_dependent_launch();
+  release_and_wait(p.release_at_start);  // the row is the previous kernel's output
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
@@ -248,9 +247,7 @@ __global__ void __launch_bounds__(kResidentMaxThreads, 2)
     per_token_quant_resident_kernel(RowQuantParams p, float* scales, std::int32_t* zero_points,
                                     float amax_bound, float qmax) {
   __shared__ __align__(8) float scratch[2 * kResidentMaxThreads / 32];  // a float2 per warp
-  if (p.release_at_start) allow_dependent_launch();
-  wait_for_prerequisite_grids();  // the row is the previous kernel's output
-  if (!p.release_at_start) allow_dependent_launch();
+  release_and_wait(p.release_at_start);  // the row is the previous kernel's output
   const std::int64_t row = blockIdx.x;
   const char* in = static_cast<const char*>(p.input) + row * p.input_row_stride * kInputBytes<InTag>;
   char* out = static_cast<char*>(p.output) + row * p.output_row_stride;
