@@ -194,14 +194,22 @@ __device__ __forceinline__ void slot_tile(const Nvfp4GemvParams& p, const Tables
                                           float (*partial)[8][32], std::int64_t slot,
                                           std::int64_t tile) {
   const SlotInfo info = slot_info(p, slot);
-  const int expert = info.expert, begin = info.begin, end = info.end;
+  const int expert = info.expert, begin = info.begin;
   if (expert < 0) return;  // idle slot (uniform over a K-split block)
+  constexpr bool kQuadX = kQuadXIn<kSparse, kWarpsPerTile, kUnroll>;
+  // The kernel with 16-byte activation loads keeps the slot's end in shared memory across the
+  // passes (one entry a thread, as the per-item kernels keep their next item): in a register
+  // ptxas spilled it around the two-token-group pass. The other kernels keep it in a register:
+  // in shared memory the dense window of 4 spilled other values instead.
+  __shared__ int end_in_shared[kThreads];
+  if constexpr (kQuadX) end_in_shared[threadIdx.x] = info.end;
+  const int end_in_register = info.end;
+  auto slot_end = [&] { return kQuadX ? end_in_shared[threadIdx.x] : end_in_register; };
   const bool tile_ok = tile < p.rows / 16;
   const bool expert_ok = expert < p.experts;
   const TileAddress at = tile_address<kSparse>(p, expert_ok ? expert : 0, tile);
-  constexpr bool kQuadX = kQuadXIn<kSparse, kWarpsPerTile, kUnroll>;
-  for (int first = begin; first < end; first += 16) {
-    const SlotRows s{expert, expert_ok, first, min(16, end - first)};
+  for (int first = begin; first < slot_end(); first += 16) {
+    const SlotRows s{expert, expert_ok, first, min(16, slot_end() - first)};
     // 2:4 passes of 3 or more tokens load their activations 16 bytes at a time (kQuadX).
     if (s.count > 8) {
       tile_pass<kSparse, kWarpsPerTile, 4, 2, kQuadX>(p, tables, partial, at, tile, tile_ok, s);
@@ -240,8 +248,15 @@ __global__ void __launch_bounds__(kThreads, (kBlocksPerSm<kWarpsPerTile, kUnroll
   if constexpr (kWarpsPerTile == 1) {
     const std::int64_t tiles = p.rows / 16, items = tiles * p.slots;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kGemvWarpsPerBlock;
-    for (std::int64_t item = static_cast<std::int64_t>(blockIdx.x) * kGemvWarpsPerBlock + warp;
-         item < items; item += stride) {
+    // The thread's next item waits in shared memory, not in a register across the item: there
+    // ptxas spilled it to local memory (the 80- and 128-register caps). One entry a thread, so
+    // no lane overwrites a value another has yet to read.
+    __shared__ std::int64_t next_item[kThreads];
+    next_item[threadIdx.x] = static_cast<std::int64_t>(blockIdx.x) * kGemvWarpsPerBlock + warp;
+    for (;;) {
+      const std::int64_t item = next_item[threadIdx.x];
+      if (item >= items) break;
+      next_item[threadIdx.x] = item + stride;
       slot_tile<kSparse, kWarpsPerTile, kUnroll>(p, tables, partial, item / tiles, item % tiles);
     }
   } else {
