@@ -88,10 +88,16 @@ TEST(Nvfp4GemvHeuristics, TokensSharingTheirExperts) {
   expect_config(choose(4096, 7168, 8, 128, 16, false), 1, 8, false, false);
   expect_config(choose(4096, 7168, 8, 128, 16, true), 1, 8, false, false);
   expect_config(choose(7168, 2048, 8, 72, 9, false), 1, 8, false, false);
-  // Too few tiles for the dense rules (Qwen3-30B-A3B gate_up: K split over 2 warps, as before);
-  // no whole rounds of 8 and too few tiles (Qwen3-30B-A3B down, K = 768: the rules below).
+  // Too few tiles for the dense rules (Qwen3-30B-A3B gate_up, 768: K split over 2 warps, as
+  // before); no whole rounds of 8 but 7 tiles per SM (Qwen3-30B-A3B down, 1024 tiles, K = 768):
+  // the window of 8 per item, dense and 2:4.
   expect_config(choose(1536, 2048, 8, 64, 8, false), 2, 4, false, false);
-  expect_config(choose(2048, 768, 8, 128, 16, true), 1, 4, false, false);
+  expect_config(choose(2048, 768, 8, 128, 16, true), 1, 8, false, false);
+  expect_config(choose(2048, 768, 8, 64, 8, false), 1, 8, false, false);
+  // At 4 tokens (32 rows) the balanced window of 4; fewer than 7 tiles per SM (7 experts, 896
+  // tiles) the window of 4 per item, as before.
+  expect_config(choose(2048, 768, 8, 32, 4, false), 1, 4, true, false);
+  expect_config(choose(2048, 768, 7, 112, 16, false), 1, 4, false, false);
   // The whole expert table as slots: fewer than 4 rows a slot, the rules below.
   expect_config(choose(7168, 2048, 256, 128, 16, true), 1, 4, false, false);
 }

@@ -104,6 +104,15 @@ Nvfp4GemvConfig choose_nvfp4_gemv_config(std::int64_t rows, std::int64_t cols, s
       // PDL: M = 1 dense -4.5 / -8.7%, 2:4 -0.4 / -3.8%; M = 4 dense -10.8 / -16%, 2:4 -7.4 /
       // -16%.
       config = {1, 4, true};
+    } else if (shared_experts && tiles >= 132 * 7 && chunks >= 12) {
+      // More than 32 routed rows on 7-8 tiles per SM, K not whole rounds of 8 (Qwen3-30B-A3B
+      // down at 8-16 tokens a slot, 1024 tiles): the window of 8 per item. NVIDIA H200,
+      // fifty-third session, every configuration forced, against the window of 4 per item it
+      // ran before, on a stream / under graph + PDL: dense 0.95-0.99x / 0.87-0.88x the time,
+      // 2:4 0.96-1.01x / 0.80-0.83x (before its 16-byte activation loads). At 4 tokens the
+      // balanced window of 4 above stays faster; with 768 tiles (Qwen3-30B-A3B gate_up) the
+      // window of 8 was 1.27-1.95x slower than the K split over 2 warps.
+      config = {1, 8};
     } else if (sparse && pairs <= 8 && chunks >= 64 && chunks % 8 == 0 && tiles >= 132 * 8 &&
                staged_x_fits(tokens, cols)) {
       // 2:4 over long rows for one token (MoE gate_up projections at decode): the staged
