@@ -503,12 +503,15 @@ TEST(Nvfp4GemvGpu, EveryTokenOnTheSameExperts) {
   // At least 4 rows a slot (nvfp4_gemv_heuristics.cpp): 2:4 stages its rows in one wide block
   // per SM (DeepSeek-V3 gate_up at 8 tokens: 115 KB of rows; down at 16: two passes a slot),
   // dense runs balanced up to 8 tokens and per item beyond, as does 2:4 where the rows do not
-  // fit (DeepSeek-V3 gate_up at 12 tokens: 172 KB).
+  // fit (DeepSeek-V3 gate_up at 12 tokens: 172 KB). Qwen3-30B-A3B down at 16 tokens (K = 768,
+  // 12 chunks: a half round at the end) runs the window of 8 per item, 2:4 with 16-byte
+  // activation loads for two token groups.
   const Model& deepseek = kModels[1];
   gemv_case(deepseek, true, 8, false, false, true);
   gemv_case(deepseek, true, 12, false, false, true);
   gemv_case(deepseek, false, 16, false, false, true);
   gemv_case(kModels[2], false, 9, false, false, true);  // Qwen3-Next-80B-A3B down
+  gemv_case(kModels[0], false, 16, false, false, true);  // Qwen3-30B-A3B down
 }
 
 TEST(Nvfp4GemvGpu, TwoTokenGroupsAndLongLists) {
