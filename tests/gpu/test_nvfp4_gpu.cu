@@ -504,8 +504,8 @@ TEST(Nvfp4GemvGpu, EveryTokenOnTheSameExperts) {
   // per SM (DeepSeek-V3 gate_up at 8 tokens: 115 KB of rows; down at 16: two passes a slot),
   // dense runs balanced up to 8 tokens and per item beyond, as does 2:4 where the rows do not
   // fit (DeepSeek-V3 gate_up at 12 tokens: 172 KB). Qwen3-30B-A3B down at 16 tokens (K = 768,
-  // 12 chunks: a half round at the end) runs the window of 8 per item, 2:4 with 16-byte
-  // activation loads for two token groups.
+  // 12 chunks, not whole rounds of 8) runs the window of 8 per item, whose two-token-group pass
+  // loads 2:4 activations 16 bytes at a time.
   const Model& deepseek = kModels[1];
   gemv_case(deepseek, true, 8, false, false, true);
   gemv_case(deepseek, true, 12, false, false, true);
