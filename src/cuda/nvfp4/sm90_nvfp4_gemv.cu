@@ -41,8 +41,11 @@ constexpr char kSparseOp[] = "nvfp4_sparse24_gemv";
 
 // One pass over a tile for up to 8 * kTokenGroups tokens, partial sums reduced over the warps
 // that split K, stored by the first of them. kQuadX: 2:4 activations in 16-byte loads
-// (load_activations).
-template <bool kSparse, int kWarpsPerTile, int kUnroll, int kTokenGroups, bool kQuadX = false>
+// (load_activations). kAhead: a chunk's activations are requested right after the previous
+// chunk's multiply, into the same registers, so their latency overlaps the weight refill; else
+// right before their own multiply.
+template <bool kSparse, int kWarpsPerTile, int kUnroll, int kTokenGroups, bool kQuadX = false,
+          bool kAhead = kTokenGroups == 1>
 __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables& tables,
                                           float (*partial)[8][32], const TileAddress& at,
                                           std::int64_t tile, bool tile_ok, const SlotRows& s) {
@@ -77,10 +80,8 @@ __device__ __forceinline__ void tile_pass(const Nvfp4GemvParams& p, const Tables
     for (int u = 0; u < (kHalves ? kHalf : kUnroll); ++u) {
       if (u < my_chunks) w[u] = load_chunk<kSparse>(cursor, u * kWarpsPerTile);
     }
-    // One token group loads its activations a chunk ahead (2 or 4 chunks measured at most 4%
-    // faster on H200 before the decode cut, for 8 more registers each); two groups load them
-    // in place (registers: the two-group path serves slots of 9..16 tokens).
-    constexpr bool kAhead = kTokenGroups == 1;
+    // (Loading 2 or 4 chunks ahead measured at most 4% faster on H200 before the decode cut, for
+    // 8 more registers each.)
     std::uint32_t x[kTokenGroups][8];
     if constexpr (kAhead) load_activations<kSparse, kQuadX>(x_cursor, 0, x);
     auto next_round = [&] {
@@ -208,11 +209,17 @@ __device__ __forceinline__ void slot_tile(const Nvfp4GemvParams& p, const Tables
   const bool tile_ok = tile < p.rows / 16;
   const bool expert_ok = expert < p.experts;
   const TileAddress at = tile_address<kSparse>(p, expert_ok ? expert : 0, tile);
+  // Two token groups load their activations ahead in the window-of-8 kernels (128 registers,
+  // no spills); in the window of 4 (80) that spilled. NVIDIA H200, fifty-fourth session, every
+  // token on the same experts, on a stream / under graph + PDL: DeepSeek-V3 gate_up 2:4 at
+  // 12-16 tokens -14..-16% / -16..-18%, dense -4..-5%; Qwen3-30B-A3B down at 9-16 -2..-6%.
+  constexpr bool kTwoGroupsAhead = kWarpsPerTile == 1 && kUnroll == 8;
   for (int first = begin; first < slot_end(); first += 16) {
     const SlotRows s{expert, expert_ok, first, min(16, slot_end() - first)};
     // 2:4 passes of 3 or more tokens load their activations 16 bytes at a time (kQuadX).
     if (s.count > 8) {
-      tile_pass<kSparse, kWarpsPerTile, 4, 2, kQuadX>(p, tables, partial, at, tile, tile_ok, s);
+      tile_pass<kSparse, kWarpsPerTile, 4, 2, kQuadX, kTwoGroupsAhead>(p, tables, partial, at, tile,
+                                                                       tile_ok, s);
     } else if (kQuadX && s.count >= kQuadXTokens) {
       tile_pass<kSparse, kWarpsPerTile, kUnroll, 1, true>(p, tables, partial, at, tile, tile_ok, s);
     } else {
