@@ -121,12 +121,7 @@ nlohmann::json run_nvfp4_layer_rows(const BenchOptions& options, double copy_gbp
            {[&](int s) { run_layer(s, true, false); }, Replay::kGraph},
            {[&](int s) { run_layer(s, true, true); }, Replay::kGraph}},
           count, samples);
-      const std::vector<double> down_us = interleaved_median_us(
-          {{[&](int s) { run_down(s, false, false); }},
-           {[&](int s) { run_down(s, true, false); }},
-           {[&](int s) { run_down(s, false, true); }, Replay::kGraph},
-           {[&](int s) { run_down(s, true, true); }, Replay::kGraph}},
-          down_count, samples);
+      const std::vector<double> down_us = stream_and_pdl_median_us(run_down, down_count, samples);
       auto copy_share = [&](double bytes, double t_us) { return bytes / (t_us * 1e3) / copy_gbps; };
       std::printf("%-20s %3lld %4lld | %9.2f %5.1f%% | %9.2f %5.1f%% | %9.2f %5.1f%% | %8.2f %5.2fx %5.2fx\n",
                   m.name, static_cast<long long>(tokens), static_cast<long long>(sets[0].active),

@@ -82,12 +82,7 @@ nlohmann::json run_nvfp4_tokens_per_expert_rows(const BenchOptions& options, dou
           run_projection(w, sparse, bf16_rows(x, tokens, k), gv, bf16_rows(y, r.rows, n), routing,
                          pdl, bench_stream());
         };
-        const std::vector<double> us = interleaved_median_us(
-            {{[&](int s) { run(s, false, false); }},
-             {[&](int s) { run(s, true, false); }},
-             {[&](int s) { run(s, false, true); }, Replay::kGraph},
-             {[&](int s) { run(s, true, true); }, Replay::kGraph}},
-            count, samples);
+        const std::vector<double> us = stream_and_pdl_median_us(run, count, samples);
         // cuBLASLt bf16: the same experts' weights in bf16 (4x the dense bytes), M tokens each.
         const double bf16_bytes = static_cast<double>(m.top_k) * n * k * 2;
         const int bf16_sets = rotation_sets(static_cast<std::int64_t>(bf16_bytes), device.l2_bytes);

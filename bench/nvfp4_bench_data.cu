@@ -160,4 +160,13 @@ RoutingSet make_shared_routing(const Nvfp4Model& m, std::int64_t tokens, std::mt
   return upload_routing(lists);
 }
 
+std::vector<double> stream_and_pdl_median_us(const std::function<void(int, bool, bool)>& run,
+                                             int sets, int samples) {
+  return interleaved_median_us({{[&](int s) { run(s, false, false); }},
+                                {[&](int s) { run(s, true, false); }},
+                                {[&](int s) { run(s, false, true); }, Replay::kGraph},
+                                {[&](int s) { run(s, true, true); }, Replay::kGraph}},
+                               sets, samples);
+}
+
 }  // namespace lowbit::bench

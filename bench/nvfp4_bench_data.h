@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -46,6 +47,11 @@ struct ProjectionWeights {
 void run_projection(const ProjectionWeights& w, bool sparse, const TensorView& x,
                     const TensorView& globals, const TensorView& y, const Nvfp4MoeRouting& routing,
                     bool pdl, cudaStream_t stream, bool prefetch = true);
+
+// Medians (us) of run(set, sparse, pdl), sampled in turn (interleaved_median_us): dense and 2:4
+// on a stream, then dense and 2:4 replayed from a graph with programmatic dependent launch.
+std::vector<double> stream_and_pdl_median_us(const std::function<void(int, bool, bool)>& run,
+                                             int sets, int samples);
 
 // One routing of `tokens` tokens, each to top_k distinct experts drawn at random, as the GEMVs'
 // lists (device int32): slot s = the s-th active expert, its tokens in order.
